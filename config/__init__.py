@@ -1,0 +1,1 @@
+"""memlane's settings, queues and logging."""

@@ -1,0 +1,1 @@
+"""memlane's data: pydantic schemas, SQLAlchemy tables, migrations and the store."""

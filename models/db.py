@@ -1,0 +1,66 @@
+"""Engines and units of work. Engines are built on first use, never at import, so Celery's
+forked children each build their own (see workers/app.py)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+_lock = threading.Lock()
+_engines: dict[str, Engine] = {}
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets the in-process worker write while a reader assembles; foreign keys are off
+    # by default in SQLite and the schema relies on ON DELETE CASCADE.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def build_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def get_engine(url: str) -> Engine:
+    """One engine per URL per process."""
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = build_engine(url)
+        return engine
+
+
+def dispose_engines() -> None:
+    """Forget this process's engines (after a fork, the parent's pools must not be reused)."""
+    with _lock:
+        for engine in _engines.values():
+            engine.dispose(close=False)
+        _engines.clear()
+
+
+def session_factory(url: str) -> sessionmaker[Session]:
+    return sessionmaker(get_engine(url), expire_on_commit=False)
+
+
+@contextmanager
+def unit_of_work(url: str) -> Iterator[Session]:
+    """A transaction the caller owns: committed when the block ends normally, rolled back
+    when it raises."""
+    session = session_factory(url)()
+    try:
+        with session.begin():
+            yield session
+    finally:
+        session.close()

@@ -1,0 +1,189 @@
+"""Episodes, soul blocks, procedures and context packs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from models.schemas import EpisodeRecord, ExtractedEpisode, Procedure, SoulBlock, SoulKind
+from models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
+from pipeline.errors import NotFoundError
+
+
+def _insert(session: Session) -> Any:
+    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+
+
+# --------------------------------------------------------------------------- episodes
+
+
+def save_episode(
+    session: Session,
+    *,
+    user_id: str,
+    conversation_id: str,
+    job_id: str,
+    episode: ExtractedEpisode,
+    created_at: datetime,
+) -> str:
+    """One episode per job (unique job_id), so a repeated store stage adds none."""
+    episode_id = "ep_" + uuid.uuid5(uuid.NAMESPACE_URL, f"memlane:episode:{job_id}").hex[:24]
+    session.execute(
+        _insert(session)(EpisodeRow)
+        .values(
+            id=episode_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            job_id=job_id,
+            summary=episode.summary,
+            topics=list(episode.topics),
+            outcome=episode.outcome,
+            created_at=created_at,
+        )
+        .on_conflict_do_nothing()
+    )
+    return episode_id
+
+
+def recent_episodes(session: Session, user_id: str, *, limit: int = 20) -> list[EpisodeRecord]:
+    rows = session.scalars(
+        select(EpisodeRow)
+        .where(EpisodeRow.user_id == user_id)
+        .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
+        .limit(limit)
+    )
+    return [
+        EpisodeRecord(
+            id=row.id,
+            user_id=row.user_id,
+            conversation_id=row.conversation_id,
+            summary=row.summary,
+            topics=list(row.topics or []),
+            outcome=row.outcome,
+            created_at=row.created_at,
+        )
+        for row in rows
+    ]
+
+
+# --------------------------------------------------------------------------- soul blocks
+
+
+def set_soul_block(
+    session: Session, *, user_id: str, kind: SoulKind, content: str, now: datetime
+) -> SoulBlock:
+    statement = _insert(session)(SoulBlockRow).values(
+        user_id=user_id, kind=kind, content=content, updated_at=now
+    )
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["user_id", "kind"],
+            set_={"content": content, "updated_at": now},
+        )
+    )
+    return SoulBlock(user_id=user_id, kind=kind, content=content, updated_at=now)
+
+
+def delete_soul_block(session: Session, *, user_id: str, kind: SoulKind) -> None:
+    session.execute(
+        delete(SoulBlockRow).where(SoulBlockRow.user_id == user_id, SoulBlockRow.kind == kind)
+    )
+
+
+def soul_blocks(session: Session, user_id: str) -> list[SoulBlock]:
+    rows = session.scalars(select(SoulBlockRow).where(SoulBlockRow.user_id == user_id))
+    return [
+        SoulBlock(user_id=r.user_id, kind=r.kind, content=r.content, updated_at=r.updated_at)  # type: ignore[arg-type]
+        for r in rows
+    ]
+
+
+# --------------------------------------------------------------------------- procedures
+
+
+def add_procedure(
+    session: Session,
+    *,
+    user_id: str,
+    name: str,
+    content: str,
+    keywords: Iterable[str],
+    now: datetime,
+) -> Procedure:
+    procedure_id = "proc_" + uuid.uuid4().hex[:24]
+    words = sorted(set(keywords))
+    session.add(
+        ProcedureRow(
+            id=procedure_id,
+            user_id=user_id,
+            name=name,
+            content=content,
+            keywords=words,
+            created_at=now,
+        )
+    )
+    session.flush()
+    return Procedure(
+        id=procedure_id,
+        user_id=user_id,
+        name=name,
+        content=content,
+        keywords=frozenset(words),
+        created_at=now,
+    )
+
+
+def procedures(session: Session, user_id: str) -> list[Procedure]:
+    rows = session.scalars(
+        select(ProcedureRow).where(ProcedureRow.user_id == user_id).order_by(ProcedureRow.id)
+    )
+    return [
+        Procedure(
+            id=r.id,
+            user_id=r.user_id,
+            name=r.name,
+            content=r.content,
+            keywords=frozenset(r.keywords or ()),
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
+
+
+def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> None:
+    result = session.execute(
+        delete(ProcedureRow).where(ProcedureRow.user_id == user_id, ProcedureRow.id == procedure_id)
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        raise NotFoundError(f"user {user_id!r} has no procedure {procedure_id!r}")
+
+
+# --------------------------------------------------------------------------- packs
+
+
+def save_pack(
+    session: Session, *, pack_id: str, user_id: str, assembled_at: datetime, body: dict[str, Any]
+) -> None:
+    """Idempotent: the same pack saved twice is one row."""
+    session.execute(
+        _insert(session)(ContextPackRow)
+        .values(id=pack_id, user_id=user_id, assembled_at=assembled_at, body=body)
+        .on_conflict_do_nothing()
+    )
+
+
+def get_pack(session: Session, pack_id: str) -> dict[str, Any]:
+    row = session.get(ContextPackRow, pack_id)
+    if row is None:
+        raise NotFoundError(
+            f"no context pack {pack_id!r} (packs are saved in the background; "
+            "it may not have been written yet)"
+        )
+    return dict(row.body)

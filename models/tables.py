@@ -1,0 +1,249 @@
+"""SQLAlchemy 2 typed tables. The schema itself is created only by Alembic migrations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+
+class Embedding(TypeDecorator[list[float]]):
+    """pgvector `vector` on PostgreSQL, a float32 blob on SQLite.
+
+    The column has no fixed dimension: the model and dimension are recorded beside each
+    vector, and a store holds one model at a time (see `memlane reembed`).
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(Vector())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if dialect.name == "postgresql":
+            return Vector().bind_processor(dialect)(value)  # type: ignore[no-untyped-call]
+        return np.asarray(value, dtype=np.float32).tobytes()
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> list[float] | None:
+        if value is None:
+            return None
+        if dialect.name == "postgresql":
+            parsed = Vector().result_processor(dialect, None)(value)  # type: ignore[no-untyped-call]
+            return [float(x) for x in parsed]  # type: ignore[union-attr]
+        return list(map(float, np.frombuffer(value, dtype=np.float32)))
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on both backends (SQLite drops the zone otherwise)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the store; pass an aware UTC datetime")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)  # type: ignore[no-any-return]
+        return value.astimezone(UTC)  # type: ignore[no-any-return]
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every memlane table."""
+
+
+UTC_DT = UTCDateTime()
+
+
+class Conversation(Base):
+    __tablename__ = "conversations"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200), index=True)
+    message_count: Mapped[int] = mapped_column(Integer, default=0)
+    assistant_count: Mapped[int] = mapped_column(Integer, default=0)
+    # Highest message seq already covered by an extraction job (-1: none yet).
+    extracted_to_seq: Mapped[int] = mapped_column(Integer, default=-1)
+    final: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    last_message_at: Mapped[datetime] = mapped_column(UTC_DT, index=True)
+
+
+class Message(Base):
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "seq", name="uq_messages_conversation_seq"),
+        Index(
+            "uq_messages_conversation_external_id",
+            "conversation_id",
+            "external_id",
+            unique=True,
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    seq: Mapped[int] = mapped_column(Integer)
+    external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    role: Mapped[str] = mapped_column(String(16))
+    content: Mapped[str] = mapped_column(Text)
+    content_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
+class Job(Base):
+    """One extraction of one message window: extract → store. Nothing enqueued can vanish
+    without this row saying what became of it."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("conversation_id", "window_end_seq", name="uq_jobs_conversation_end"),
+        Index("ix_jobs_status_updated", "status", "updated_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200), index=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(200), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    stage: Mapped[str] = mapped_column(String(16), default="extract")
+    window_start_seq: Mapped[int] = mapped_column(Integer)
+    window_end_seq: Mapped[int] = mapped_column(Integer)
+    new_from_seq: Mapped[int] = mapped_column(Integer)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    tokens_in: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    tokens_out: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # The validated extraction, kept between the extract and store stages (never on Redis).
+    extraction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    updated_at: Mapped[datetime] = mapped_column(UTC_DT)
+    started_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
+
+
+class MemoryRow(Base):
+    __tablename__ = "memories"
+    __table_args__ = (
+        Index("ix_memories_user_status", "user_id", "status"),
+        Index("ix_memories_user_accessed", "user_id", "accessed_at"),
+        Index("ix_memories_user_importance", "user_id", "importance"),
+        Index("ix_memories_user_tier", "user_id", "tier"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200))
+    content: Mapped[str] = mapped_column(Text)
+    category: Mapped[str] = mapped_column(String(16))
+    importance: Mapped[float] = mapped_column(Float)
+    confidence: Mapped[float] = mapped_column(Float)
+    tier: Mapped[str] = mapped_column(String(16), default="candidate")
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    sensitive: Mapped[bool] = mapped_column(Boolean, default=False)
+    expires_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
+    keywords: Mapped[list[str]] = mapped_column(JSON, default=list)
+    embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
+    embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    access_count: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    accessed_at: Mapped[datetime] = mapped_column(UTC_DT)
+    superseded_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    source_conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    source_job_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    source_from_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    source_to_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    evidence_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class MemoryKeyword(Base):
+    """Inverted keyword index: dedup candidates come from here, never a scan of the store."""
+
+    __tablename__ = "memory_keywords"
+    __table_args__ = (Index("ix_memory_keywords_user_keyword", "user_id", "keyword"),)
+
+    memory_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True
+    )
+    keyword: Mapped[str] = mapped_column(String(100), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200))
+
+
+class EpisodeRow(Base):
+    __tablename__ = "episodes"
+    __table_args__ = (Index("ix_episodes_user_created", "user_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200))
+    conversation_id: Mapped[str] = mapped_column(String(200))
+    job_id: Mapped[str | None] = mapped_column(String(40), nullable=True, unique=True)
+    summary: Mapped[str] = mapped_column(Text)
+    topics: Mapped[list[str]] = mapped_column(JSON, default=list)
+    outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
+class SoulBlockRow(Base):
+    __tablename__ = "soul_blocks"
+
+    user_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    content: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
+class ProcedureRow(Base):
+    __tablename__ = "procedures"
+    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_procedures_user_name"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    content: Mapped[str] = mapped_column(Text)
+    keywords: Mapped[list[str]] = mapped_column(JSON, default=list)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
+class ContextPackRow(Base):
+    __tablename__ = "context_packs"
+    __table_args__ = (Index("ix_context_packs_user_assembled", "user_id", "assembled_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(200))
+    assembled_at: Mapped[datetime] = mapped_column(UTC_DT)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)

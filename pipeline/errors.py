@@ -1,0 +1,56 @@
+"""memlane's error tree. Every error a user can see derives from MemlaneError and says
+what to do about it."""
+
+from __future__ import annotations
+
+
+class MemlaneError(Exception):
+    """Base of every error memlane raises on purpose."""
+
+    code = "memlane_error"
+
+
+class ConfigurationError(MemlaneError):
+    """A setting is missing or invalid; the message names the variable."""
+
+    code = "configuration_error"
+
+
+class TranscriptError(MemlaneError):
+    """A transcript was rejected whole; nothing of it was written."""
+
+    code = "invalid_transcript"
+
+
+class ExtractionError(MemlaneError):
+    """The extractor's answer could not be turned into memories.
+
+    Carries the raw answer so an operator can see what the model said.
+    """
+
+    code = "extraction_failed"
+
+    def __init__(self, message: str, *, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class BudgetError(MemlaneError):
+    """The items that must always be in the context do not fit its budget."""
+
+    code = "budget_exceeded"
+
+    def __init__(self, message: str, *, budget: int, required: int) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.required = required
+
+    @property
+    def over_by(self) -> int:
+        return self.required - self.budget
+
+
+class NotFoundError(MemlaneError):
+    """A memory, job or pack id that does not exist (for this user)."""
+
+    code = "not_found"

@@ -1,0 +1,151 @@
+"""Scoring and ranking strategies. Pure: the clock and the weights come in as arguments.
+
+composite = w_rel · relevance + w_imp · importance' + w_rec · recency + w_freq · frequency
+with the default weights 0.40 / 0.30 / 0.20 / 0.10.
+
+Confidence: importance' = importance × (0.5 + 0.5 × confidence). An explicit statement
+(confidence 1.0) keeps its full importance; an inference (confidence 0.7) of equal
+importance counts 85% of it, so between two otherwise equal memories the one the user
+said outranks the one the extractor inferred.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from models.schemas import MemoryRecord
+
+Strategy = Literal["scored", "recent", "important", "balanced"]
+STRATEGIES: tuple[Strategy, ...] = ("scored", "recent", "important", "balanced")
+
+HALF_LIFE_HOURS = 168.0
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    relevance: float = 0.40
+    importance: float = 0.30
+    recency: float = 0.20
+    frequency: float = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    relevance: float
+    importance: float
+    recency: float
+    frequency: float
+    composite: float
+
+
+@dataclass(frozen=True, slots=True)
+class RankedMemory:
+    memory: MemoryRecord
+    score: float  # the strategy's sort value (the composite for "scored")
+    breakdown: ScoreBreakdown
+
+
+def _hours_between(earlier: datetime, later: datetime) -> float:
+    return max(0.0, (later - earlier).total_seconds() / 3600.0)
+
+
+def recency_score(
+    accessed_at: datetime, *, now: datetime, half_life_hours: float = HALF_LIFE_HOURS
+) -> float:
+    """exp(−ln2 · hours_since_access / half_life): 1.0 now, 0.5 after one half-life."""
+    return math.exp(-math.log(2) * _hours_between(accessed_at, now) / half_life_hours)
+
+
+def frequency_score(access_count: int) -> float:
+    """min(1, log10(access_count + 1) / 2): 0 at 0, 0.5 at 9, 1.0 at 99 and above."""
+    return min(1.0, math.log10(max(0, access_count) + 1) / 2.0)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity clipped to [0, 1] (an opposite vector is as irrelevant as an
+    orthogonal one); 0 when either vector is empty, zero or of another dimension."""
+    if not a or not b or len(a) != len(b):
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    if norm == 0.0:
+        return 0.0
+    return max(0.0, min(1.0, dot / norm))
+
+
+def effective_importance(importance: float, confidence: float) -> float:
+    """importance × (0.5 + 0.5 × confidence): see the module docstring."""
+    return importance * (0.5 + 0.5 * confidence)
+
+
+def balanced_score(importance: float, created_at: datetime, *, now: datetime) -> float:
+    """HTM ADR-006 `balanced`: importance × 1 / (1 + hours since added)."""
+    return importance / (1.0 + _hours_between(created_at, now))
+
+
+def score_memory(
+    memory: MemoryRecord,
+    *,
+    relevance: float,
+    now: datetime,
+    weights: Weights = Weights(),
+    half_life_hours: float = HALF_LIFE_HOURS,
+) -> ScoreBreakdown:
+    """The composite score and its components. `relevance` comes in already computed
+    (cosine, or the hybrid blend) so this stays independent of how vectors are stored."""
+    importance = effective_importance(memory.importance, memory.confidence)
+    recency = recency_score(memory.accessed_at, now=now, half_life_hours=half_life_hours)
+    frequency = frequency_score(memory.access_count)
+    composite = (
+        weights.relevance * relevance
+        + weights.importance * importance
+        + weights.recency * recency
+        + weights.frequency * frequency
+    )
+    return ScoreBreakdown(relevance, importance, recency, frequency, composite)
+
+
+def rank(
+    memories: Iterable[MemoryRecord],
+    *,
+    strategy: Strategy,
+    now: datetime,
+    relevance: dict[str, float] | None = None,
+    weights: Weights = Weights(),
+    half_life_hours: float = HALF_LIFE_HOURS,
+) -> list[RankedMemory]:
+    """Order memories by a strategy, best first. Ties are broken by id, so the order is
+    total and does not depend on the input order.
+
+    - scored: the composite (relevance 0 for memories without one, e.g. no query)
+    - recent: accessed_at, newest first
+    - important: importance, highest first
+    - balanced: importance / (1 + hours since created)
+    """
+    relevance = relevance or {}
+    ranked: list[tuple[tuple[float, ...], RankedMemory]] = []
+    for memory in memories:
+        breakdown = score_memory(
+            memory,
+            relevance=relevance.get(memory.id, 0.0),
+            now=now,
+            weights=weights,
+            half_life_hours=half_life_hours,
+        )
+        if strategy == "scored":
+            value = breakdown.composite
+        elif strategy == "recent":
+            value = memory.accessed_at.timestamp()
+        elif strategy == "important":
+            value = memory.importance
+        elif strategy == "balanced":
+            value = balanced_score(memory.importance, memory.created_at, now=now)
+        else:  # pragma: no cover - Literal guards this; kept for callers passing strings
+            raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+        ranked.append(((-value,), RankedMemory(memory, value, breakdown)))
+    ranked.sort(key=lambda pair: (pair[0], pair[1].memory.id))
+    return [item for _, item in ranked]

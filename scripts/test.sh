@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite, with its set-up: the virtualenv, PostgreSQL with pgvector and Redis
+# (started or installed where possible), then ruff, mypy and pytest.
+# Extra arguments go to pytest (e.g. scripts/test.sh -k dedup).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+scripts/bootstrap.sh
+scripts/ensure_services.sh
+echo "[memlane test] ruff"
+.venv/bin/ruff check .
+echo "[memlane test] mypy"
+.venv/bin/mypy config models pipeline workers memlane
+echo "[memlane test] pytest"
+.venv/bin/pytest -q "$@"
+echo "[memlane test] finished in $(( $(date +%s) - start )) s"

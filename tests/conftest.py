@@ -1,0 +1,36 @@
+"""Fixtures shared by every test. Services are real: PostgreSQL with pgvector and Redis
+must be up (scripts/test.sh starts them); a test that needs one fails loudly without it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+# Offline: litellm must not try to fetch its remote cost map during tests.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """No test reads the developer's .env or MEMLANE_* variables by accident."""
+    for key in list(os.environ):
+        if key.startswith("MEMLANE_"):
+            monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)
+    from config.settings import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def now() -> datetime:
+    return NOW

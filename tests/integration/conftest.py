@@ -1,0 +1,98 @@
+"""Real services for integration tests: a PostgreSQL database migrated once per session and
+emptied between tests, a SQLite file per test, and Redis."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import redis
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from models import migrate
+from models.db import get_engine, unit_of_work
+from models.tables import Base
+
+PG_ADMIN_URL = os.environ.get(
+    "MEMLANE_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+PG_DB = os.environ.get("MEMLANE_TEST_PG_DB", "memlane_test")
+PG_URL = (
+    PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + "/" + PG_DB
+)
+REDIS_URL = os.environ.get("MEMLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _ensure_database() -> None:
+    try:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (PG_DB,)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{PG_DB}"')
+    except psycopg.OperationalError as exc:  # fail loudly, never skip
+        pytest.fail(
+            f"PostgreSQL is not reachable at {PG_ADMIN_URL} ({exc}); run scripts/test.sh, "
+            "which starts it and installs pgvector",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    _ensure_database()
+    migrate.upgrade(PG_URL)
+    return PG_URL
+
+
+def _truncate(url: str) -> None:
+    tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
+    with get_engine(url).begin() as conn:
+        conn.execute(text(f"TRUNCATE {tables} CASCADE"))
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[str]:
+    """A migrated, empty PostgreSQL database URL."""
+    _truncate(pg_url)
+    yield pg_url
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'memlane.db'}"
+    migrate.upgrade(url)
+    return url
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Runs a test on both backends."""
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("pg"))
+    return str(request.getfixturevalue("sqlite_url"))
+
+
+@pytest.fixture
+def session(db_url: str) -> Iterator[Session]:
+    with unit_of_work(db_url) as s:
+        yield s
+
+
+@pytest.fixture
+def redis_url() -> Iterator[str]:
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:
+        pytest.fail(
+            f"Redis is not reachable at {REDIS_URL} ({exc}); run scripts/test.sh", pytrace=False
+        )
+    client.flushdb()
+    yield REDIS_URL
+    client.flushdb()
