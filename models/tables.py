@@ -44,15 +44,14 @@ class Embedding(TypeDecorator[list[float]]):
         if value is None:
             return None
         if dialect.name == "postgresql":
-            return Vector().bind_processor(dialect)(value)  # type: ignore[no-untyped-call]
+            return [float(x) for x in value]  # pgvector's own type formats it
         return np.asarray(value, dtype=np.float32).tobytes()
 
     def process_result_value(self, value: Any, dialect: Dialect) -> list[float] | None:
         if value is None:
             return None
         if dialect.name == "postgresql":
-            parsed = Vector().result_processor(dialect, None)(value)  # type: ignore[no-untyped-call]
-            return [float(x) for x in parsed]  # type: ignore[union-attr]
+            return [float(x) for x in value]  # already parsed by pgvector's type
         return list(map(float, np.frombuffer(value, dtype=np.float32)))
 
 

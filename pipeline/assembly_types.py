@@ -55,7 +55,7 @@ class AssemblyInput:
     retrieval_mode: str
     memories: Sequence[MemoryRecord] = ()
     relevance: Mapping[str, float] = field(default_factory=dict)
-    weights: Weights = Weights()
+    weights: Weights = field(default_factory=Weights)
     half_life_hours: float = HALF_LIFE_HOURS
     soul_blocks: Sequence[SoulBlock] = ()
     episodes: Sequence[EpisodeRecord] = ()

@@ -74,7 +74,15 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     if norm == 0.0:
         return 0.0
-    return max(0.0, min(1.0, dot / norm))
+    return unit_interval(dot / norm)
+
+
+def unit_interval(value: float) -> float:
+    """value clipped to [0, 1]; NaN (a vector with NaN or inf in it) counts as 0, never
+    as a perfect match (min(1.0, nan) is 1.0 in Python)."""
+    if math.isnan(value):
+        return 0.0
+    return max(0.0, min(1.0, value))
 
 
 def effective_importance(importance: float, confidence: float) -> float:
@@ -96,7 +104,9 @@ def score_memory(
     half_life_hours: float = HALF_LIFE_HOURS,
 ) -> ScoreBreakdown:
     """The composite score and its components. `relevance` comes in already computed
-    (cosine, or the hybrid blend) so this stays independent of how vectors are stored."""
+    (cosine, or the hybrid blend) so this stays independent of how vectors are stored;
+    it is clipped to [0, 1] (NaN → 0) so one bad score cannot dominate or break the sort."""
+    relevance = unit_interval(relevance)
     importance = effective_importance(memory.importance, memory.confidence)
     recency = recency_score(memory.accessed_at, now=now, half_life_hours=half_life_hours)
     frequency = frequency_score(memory.access_count)

@@ -18,7 +18,7 @@ import base64
 import hashlib
 import importlib.util
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import tiktoken
@@ -132,7 +132,7 @@ def parse_bpe_ranks(data: bytes) -> dict[bytes, int]:
     return ranks
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_encoding(name: str) -> tiktoken.Encoding:
     """Build (once per process) the named encoding from litellm's copy of its BPE file."""
     spec = ENCODING_SPECS.get(name)

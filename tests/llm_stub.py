@@ -119,7 +119,9 @@ class LLMStub:
 
     def stop(self) -> None:
         self._stopping.set()  # wakes requests held by timeout()
-        self._server.shutdown()
+        if self._thread is not None:  # shutdown() would wait forever on a server never started
+            self._server.shutdown()
+            self._thread = None
         self._server.server_close()
 
     def __enter__(self) -> LLMStub:

@@ -7,6 +7,7 @@ import math
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.orm import Session
@@ -14,6 +15,9 @@ from sqlalchemy.orm import Session
 from models.schemas import MemoryCreate, MemoryPublic, MemoryRecord, MemoryStatus, Tier
 from models.tables import MemoryKeyword, MemoryRow
 from pipeline.errors import NotFoundError
+
+if TYPE_CHECKING:  # the plan's shape only; the store runs no pipeline code
+    from pipeline.dedup import DedupPlan
 
 _MEMORY_NAMESPACE = uuid.UUID("0b7d3c64-1e2f-4a58-b6c9-7d8e9f0a1b2c")
 
@@ -230,3 +234,71 @@ def record_access(session: Session, memory_ids: Sequence[str], *, now: datetime)
         .values(accessed_at=now)
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+
+def apply_plan(
+    session: Session,
+    plan: DedupPlan,
+    *,
+    user_id: str,
+    job_id: str,
+    conversation_id: str,
+    vectors: Sequence[Sequence[float]],
+    embedding_model: str,
+    now: datetime,
+) -> list[str]:
+    """Apply a dedup plan under the user's lock (`user_lock`). `vectors[i]` embeds
+    sighting i. Returns the ids of inserted memories, in plan order."""
+    inserted: list[str] = []
+    for planned in plan.inserts:
+        memory_id = memory_id_for(job_id, planned.sighting_index)
+        vector = vectors[planned.sighting_index] if vectors else None
+        row = MemoryRow(
+            id=memory_id,
+            user_id=user_id,
+            content=planned.memory.content,
+            category=planned.memory.category,
+            importance=planned.memory.importance,
+            confidence=planned.memory.confidence,
+            tier="candidate",
+            status=planned.status,
+            sensitive=False,
+            keywords=sorted(planned.keywords),
+            embedding=list(vector) if vector is not None else None,
+            embedding_model=embedding_model if vector is not None else None,
+            embedding_dim=len(vector) if vector is not None else None,
+            access_count=planned.access_count,
+            created_at=now,
+            accessed_at=now,
+            source_conversation_id=planned.conversation_id,
+            source_job_id=job_id,
+            source_from_seq=planned.evidence_from_seq,
+            source_to_seq=planned.evidence_to_seq,
+            evidence_seq=planned.evidence_to_seq,
+        )
+        session.add(row)
+        inserted.append(memory_id)
+    session.flush()
+    for memory_id, planned in zip(inserted, plan.inserts, strict=True):
+        index_keywords(session, memory_id, user_id, planned.keywords)
+    for bump in plan.bumps:
+        # Increments happen in SQL so concurrent readers never lose one.
+        session.execute(
+            update(MemoryRow)
+            .where(MemoryRow.id == bump.memory_id, MemoryRow.user_id == user_id)
+            .values(
+                access_count=MemoryRow.access_count + bump.increment,
+                accessed_at=bump.accessed_at,
+                # The plan already took the max of the stored and the new values.
+                importance=bump.importance,
+                confidence=bump.confidence,
+                evidence_seq=bump.evidence_seq,
+            )
+        )
+    for supersede in plan.supersedes:
+        session.execute(
+            update(MemoryRow)
+            .where(MemoryRow.id == supersede.memory_id, MemoryRow.user_id == user_id)
+            .values(status="superseded", superseded_by=inserted[supersede.by_insert])
+        )
+    return inserted

@@ -1,0 +1,398 @@
+"""The Python facade: the one thing a chat app imports.
+
+from memlane import Memlane
+lane = Memlane.from_settings()
+lane.enqueue({"conversation_id": "c1", "user_id": "u1", "messages": [...]})
+context = lane.assemble("u1", "what stack does the user prefer?", budget_tokens=2000)
+prompt = context.text + "\n\n" + user_message
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pipeline.cadence import due_windows
+from pydantic import ValidationError
+
+from config.logging import ASSEMBLY_LOGGER
+from config.settings import Settings, load_settings
+from memlane.background import PackWriter
+from models import migrate
+from models.db import unit_of_work
+from models.schemas import (
+    EnqueueResult,
+    JobPublic,
+    MemoryCreate,
+    MemoryPublic,
+    MemoryStatus,
+    Procedure,
+    SoulBlock,
+    SoulKind,
+    Tier,
+    TranscriptIn,
+)
+from models.store import assembly_reads, context_items, conversations, jobs, memories
+from pipeline.assembly import assemble_context
+from pipeline.assembly_types import AssembledContext, AssemblyInput
+from pipeline.budget import derive_budget, validate_budget
+from pipeline.errors import ConfigurationError, TranscriptError
+from pipeline.keywords import keywords
+from pipeline.scoring import STRATEGIES, Strategy, Weights
+from pipeline.tokens import encoding_for_model
+from workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
+from workers.embedders import Embedder, embed_query, get_embedder
+
+assembly_log = logging.getLogger(ASSEMBLY_LOGGER)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> TranscriptIn:
+    """Validate a transcript; TranscriptError names the message and field at fault."""
+    if isinstance(data, TranscriptIn):
+        return data
+    try:
+        if isinstance(data, str | bytes):
+            return TranscriptIn.model_validate_json(data)
+        return TranscriptIn.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:5]:
+            where = ".".join(str(part) for part in error["loc"]) or "transcript"
+            problems.append(f"{where}: {error['msg']}")
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
+
+
+class Memlane:
+    """memlane for one process: enqueue transcripts, assemble contexts, manage memories."""
+
+    def __init__(self, settings: Settings, *, dispatcher: Dispatcher | None = None) -> None:
+        self.settings = settings
+        self.url = settings.resolved_database_url
+        self._dispatcher = dispatcher
+        self._embedder: Embedder | None = None
+        self._packs: PackWriter | None = None
+        self._check_schema()
+
+    @classmethod
+    def from_settings(cls, **overrides: Any) -> Memlane:
+        return cls(load_settings(**overrides))
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _check_schema(self) -> None:
+        if migrate.is_up_to_date(self.url):
+            return
+        if not self.settings.is_postgres:
+            migrate.upgrade(self.url)  # the embedded default sets itself up
+            return
+        raise ConfigurationError(
+            "the database schema is not up to date; run `memlane db upgrade` "
+            "(MEMLANE_DATABASE_URL points at it)"
+        )
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        if self._dispatcher is None:
+            self._dispatcher = dispatcher_for(self.settings)
+        return self._dispatcher
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    def close(self) -> None:
+        if self._packs is not None:
+            self._packs.close()
+        if self._dispatcher is not None:
+            self._dispatcher.close()
+
+    def __enter__(self) -> Memlane:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ ingest
+
+    def enqueue(self, transcript: TranscriptIn | Mapping[str, Any] | str | bytes) -> EnqueueResult:
+        """Store the transcript's messages and the extraction jobs now due, in one
+        transaction, then publish the jobs' ids. A malformed transcript raises
+        TranscriptError and writes nothing."""
+        parsed = parse_transcript(transcript)
+        s = self.settings
+        now = utcnow()
+        with unit_of_work(self.url) as session:
+            saved = conversations.save_transcript(session, parsed, now=now)
+            windows = due_windows(
+                assistant_seqs=conversations.assistant_seqs(session, saved.conversation_id),
+                message_count=saved.message_count,
+                extracted_to_seq=saved.extracted_to_seq,
+                every=s.extract_every,
+                window=s.extract_window,
+                final=saved.final,
+            )
+            job_ids = jobs.create_jobs(
+                session,
+                conversation_id=saved.conversation_id,
+                user_id=saved.user_id,
+                windows=[(w.start_seq, w.end_seq, w.new_from_seq) for w in windows],
+                now=now,
+            )
+        # Published after the commit: a worker never sees an id before its row exists.
+        # If publishing fails the rows stay queued and the sweep publishes them later.
+        self.dispatcher.extract(job_ids)
+        return EnqueueResult(
+            conversation_id=saved.conversation_id,
+            stored_messages=saved.stored,
+            skipped_messages=saved.skipped,
+            job_ids=job_ids,
+        )
+
+    def wait(
+        self, job_ids: Sequence[str], *, timeout: float = 300.0, poll_s: float = 0.2
+    ) -> dict[str, str]:
+        """Block until the jobs are done or failed (or the timeout); returns their status."""
+        deadline = time.monotonic() + timeout
+        while True:
+            statuses = self.job_statuses(job_ids)
+            if all(v in ("done", "failed") for v in statuses.values()):
+                return statuses
+            if time.monotonic() >= deadline:
+                return statuses
+            if isinstance(self._dispatcher, InProcessDispatcher):
+                self._dispatcher.drain(timeout=poll_s)
+            else:
+                time.sleep(poll_s)
+
+    def job_statuses(self, job_ids: Sequence[str]) -> dict[str, str]:
+        with unit_of_work(self.url) as session:
+            return jobs.status_counts(session, job_ids)
+
+    # ------------------------------------------------------------------ assemble
+
+    def assemble(
+        self,
+        user_id: str,
+        query: str | None = None,
+        *,
+        strategy: Strategy = "scored",
+        budget_tokens: int | None = None,
+        context_window: int | None = None,
+        system_prompt_tokens: int | None = None,
+        user_message_tokens: int | None = None,
+        output_headroom: int | None = None,
+        safety_margin: float | None = None,
+        model: str | None = None,
+        now: datetime | None = None,
+        include_sensitive: bool = False,
+        query_embedding: Sequence[float] | None = None,
+        weights: Weights | None = None,
+    ) -> AssembledContext:
+        """Build the context block for the user's next model call. Raises BudgetError when
+        pinned items and soul blocks alone exceed the budget."""
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+            )
+        s = self.settings
+        now = now or utcnow()
+        if budget_tokens is not None:
+            budget = validate_budget(budget_tokens)
+        elif context_window is not None:
+            budget = derive_budget(
+                context_window=context_window,
+                system_prompt_tokens=s.system_prompt_tokens
+                if system_prompt_tokens is None
+                else system_prompt_tokens,
+                user_message_tokens=s.user_message_tokens
+                if user_message_tokens is None
+                else user_message_tokens,
+                output_headroom=s.output_headroom if output_headroom is None else output_headroom,
+                safety_margin=s.safety_margin if safety_margin is None else safety_margin,
+            )
+        else:
+            budget = s.default_budget_tokens
+        if query_embedding is None and query:
+            query_embedding = embed_query(self.embedder, query)
+
+        with unit_of_work(self.url) as session:
+            candidates = assembly_reads.assembly_candidates(
+                session,
+                user_id,
+                now=now,
+                strategy=strategy,
+                query_embedding=query_embedding,
+                top_k=s.vector_top_k,
+                include_sensitive=include_sensitive,
+            )
+            souls = context_items.soul_blocks(session, user_id)
+            episodes = context_items.recent_episodes(session, user_id, limit=10)
+            procedures = context_items.procedures(session, user_id)
+
+        weights = weights or Weights(**s.weights.model_dump())
+        query_words = keywords(query) if query else frozenset()
+        result = assemble_context(
+            AssemblyInput(
+                user_id=user_id,
+                query=query,
+                strategy=strategy,
+                budget_tokens=budget,
+                now=now,
+                encoding=encoding_for_model(model or s.token_model),
+                retrieval_mode=candidates.retrieval_mode,
+                memories=candidates.memories,
+                relevance=candidates.relevance,
+                weights=weights,
+                half_life_hours=s.half_life_hours,
+                soul_blocks=souls,
+                episodes=episodes,
+                procedures=procedures,
+                procedure_ids=frozenset(p.id for p in procedures if p.keywords & query_words),
+                memory_share=s.memory_share,
+                include_sensitive=include_sensitive,
+            )
+        )
+        body = result.pack.model_dump(mode="json")
+        assembly_log.info(json.dumps(body, sort_keys=True, separators=(",", ":")))
+        # Off the request path: the pack is written by a background thread and
+        # accessed_at moves in a worker; neither is waited for.
+        self._pack_writer().submit(result.pack.pack_id, user_id, now, body)
+        self.dispatcher.record_access(result.included_memory_ids, now)
+        return result
+
+    def _pack_writer(self) -> PackWriter:
+        if self._packs is None:
+            self._packs = PackWriter(self.url)
+        return self._packs
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait for background writes (packs, in-process access records)."""
+        if self._packs is not None:
+            self._packs.flush(timeout)
+        if isinstance(self._dispatcher, InProcessDispatcher):
+            self._dispatcher.drain(timeout)
+
+    # ------------------------------------------------------------------ memories
+
+    def add_memory(self, user_id: str, memory: MemoryCreate | Mapping[str, Any]) -> MemoryPublic:
+        created = (
+            memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
+        )
+        vector = self.embedder.embed([created.content])[0]
+        with unit_of_work(self.url) as session:
+            return memories.add(
+                session,
+                user_id=user_id,
+                memory=created,
+                keywords=keywords(created.content),
+                embedding=vector,
+                embedding_model=self.embedder.name,
+                now=utcnow(),
+            )
+
+    def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
+        with unit_of_work(self.url) as session:
+            return memories.to_public(memories.get(session, user_id, memory_id))
+
+    def list_memories(
+        self,
+        user_id: str,
+        *,
+        status: MemoryStatus | None = "active",
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[MemoryPublic]:
+        with unit_of_work(self.url) as session:
+            return memories.list_for_user(
+                session, user_id, status=status, limit=limit, offset=offset
+            )
+
+    def set_tier(self, user_id: str, memory_id: str, tier: Tier) -> MemoryPublic:
+        with unit_of_work(self.url) as session:
+            return memories.set_tier(session, user_id, memory_id, tier)
+
+    def pin(self, user_id: str, memory_id: str) -> MemoryPublic:
+        return self.set_tier(user_id, memory_id, "pinned")
+
+    def verify(self, user_id: str, memory_id: str) -> MemoryPublic:
+        return self.set_tier(user_id, memory_id, "verified")
+
+    def quarantine(self, user_id: str, memory_id: str) -> MemoryPublic:
+        with unit_of_work(self.url) as session:
+            return memories.set_status(session, user_id, memory_id, "quarantined")
+
+    def forget(self, user_id: str, memory_id: str) -> MemoryPublic:
+        """Marks the memory deleted: it never reaches a context again."""
+        with unit_of_work(self.url) as session:
+            return memories.set_status(session, user_id, memory_id, "deleted")
+
+    def mark_sensitive(self, user_id: str, memory_id: str, sensitive: bool = True) -> MemoryPublic:
+        with unit_of_work(self.url) as session:
+            return memories.set_sensitive(session, user_id, memory_id, sensitive)
+
+    # ------------------------------------------------------------------ soul, procedures
+
+    def set_soul_block(self, user_id: str, kind: SoulKind, content: str) -> SoulBlock:
+        with unit_of_work(self.url) as session:
+            return context_items.set_soul_block(
+                session, user_id=user_id, kind=kind, content=content, now=utcnow()
+            )
+
+    def soul_blocks(self, user_id: str) -> list[SoulBlock]:
+        with unit_of_work(self.url) as session:
+            return context_items.soul_blocks(session, user_id)
+
+    def add_procedure(
+        self, user_id: str, name: str, content: str, *, extra_keywords: Iterable[str] = ()
+    ) -> Procedure:
+        words = keywords(f"{name} {content}") | {w.lower() for w in extra_keywords}
+        with unit_of_work(self.url) as session:
+            return context_items.add_procedure(
+                session,
+                user_id=user_id,
+                name=name,
+                content=content,
+                keywords=words,
+                now=utcnow(),
+            )
+
+    def procedures(self, user_id: str) -> list[Procedure]:
+        with unit_of_work(self.url) as session:
+            return context_items.procedures(session, user_id)
+
+    # ------------------------------------------------------------------ jobs, packs
+
+    def job(self, job_id: str) -> JobPublic:
+        with unit_of_work(self.url) as session:
+            return jobs.to_public(jobs.load(session, job_id))
+
+    def jobs(
+        self, *, status: str | None = None, user_id: str | None = None, limit: int = 100
+    ) -> list[JobPublic]:
+        with unit_of_work(self.url) as session:
+            return jobs.list_jobs(session, status=status, user_id=user_id, limit=limit)  # type: ignore[arg-type]
+
+    def retry_job(self, job_id: str) -> JobPublic:
+        with unit_of_work(self.url) as session:
+            job = jobs.retry(session, job_id, now=utcnow())
+            public = jobs.to_public(job)
+        if public.stage == "extract":
+            self.dispatcher.extract([job_id])
+        else:
+            self.dispatcher.store([job_id])
+        return public
+
+    def pack(self, pack_id: str) -> dict[str, Any]:
+        with unit_of_work(self.url) as session:
+            return context_items.get_pack(session, pack_id)

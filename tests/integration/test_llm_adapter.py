@@ -1,0 +1,230 @@
+"""The LLM and embedding adapters against the loopback stub, through the real litellm.
+No Postgres or Redis needed."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from types import ModuleType
+
+import pytest
+
+from models.schemas import ExtractedEpisode, ExtractedMemory, ExtractionWindow, StoredMessage
+from pipeline.errors import ConfigurationError, ExtractionError
+from pipeline.prompts import build_extraction_messages
+from tests.llm_stub import LLMStub, malformed, ok, status, stub_vector, timeout
+from workers.embedders import LiteLLMEmbedder
+from workers.errors import PermanentLLMError, TransientLLMError
+from workers.llm import call_extraction_llm, load_litellm
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+PREFERENCE = {
+    "content": "The user prefers TypeScript for frontend code.",
+    "category": "preference",
+    "importance": 0.8,
+    "confidence": 1.0,
+}
+EPISODE = {"summary": "Chose a frontend language.", "topics": ["typescript"], "outcome": None}
+
+
+@pytest.fixture(scope="session")
+def litellm_module() -> ModuleType:
+    return load_litellm()  # ~4 s, once per session
+
+
+@pytest.fixture
+def stub(litellm_module: ModuleType) -> Iterator[LLMStub]:
+    with LLMStub() as running:
+        yield running
+
+
+@pytest.fixture
+def window() -> ExtractionWindow:
+    lines = [
+        ("user", "Should the new dashboard be JavaScript or TypeScript?"),
+        ("assistant", "Both work; what do you prefer?"),
+        ("user", "I always prefer TypeScript for frontend code."),
+        ("assistant", "TypeScript it is."),
+    ]
+    messages = [
+        StoredMessage(
+            conversation_id="c1",
+            seq=i,
+            role=role,
+            content=text,  # type: ignore[arg-type]
+            created_at=T0 + timedelta(minutes=i),
+        )
+        for i, (role, text) in enumerate(lines)
+    ]
+    return ExtractionWindow(conversation_id="c1", user_id="u1", messages=messages, new_from_seq=0)
+
+
+def call(
+    stub: LLMStub,
+    window: ExtractionWindow,
+    *,
+    model: str = "openai/stub-model",
+    timeout_s: float = 5.0,
+):
+    return call_extraction_llm(
+        window,
+        model=model,
+        api_base=stub.base_url,
+        api_key="x",
+        timeout_s=timeout_s,
+        max_memories=10,
+    )
+
+
+def test_happy_path_returns_the_extraction_and_the_reported_usage(stub, window) -> None:
+    stub.script([ok([PREFERENCE], EPISODE, usage=(321, 45))])
+
+    result = call(stub, window)
+
+    assert result.extraction.memories == [ExtractedMemory(**PREFERENCE)]  # type: ignore[arg-type]
+    assert result.extraction.episode == ExtractedEpisode(**EPISODE)  # type: ignore[arg-type]
+    assert (result.tokens_in, result.tokens_out) == (321, 45)
+    assert result.cost_usd is None  # the stub's model has no price
+    assert result.latency_ms > 0
+    assert json.loads(result.raw) == {"memories": [PREFERENCE], "episode": EPISODE}
+
+
+def test_a_known_model_gets_its_cost_from_the_local_price_map(stub, window) -> None:
+    stub.script([ok([PREFERENCE], EPISODE, usage=(1000, 100))])
+
+    result = call(stub, window, model="openai/gpt-4o-mini")
+
+    # gpt-4o-mini: $0.15 per 1M input tokens, $0.60 per 1M output tokens
+    assert result.cost_usd == pytest.approx(1000 * 0.15e-6 + 100 * 0.60e-6)
+
+
+def test_the_request_carries_the_prompt_the_transcript_and_strict_json_settings(
+    stub, window
+) -> None:
+    stub.answer([PREFERENCE], EPISODE)
+
+    call(stub, window)
+
+    (sent,) = stub.requests
+    assert sent["messages"] == build_extraction_messages(window, max_memories=10)
+    assert sent["messages"][0]["role"] == "system"
+    user = sent["messages"][1]["content"]
+    fenced = user[user.index("<transcript>") : user.index("</transcript>")]
+    for message in window.messages:
+        assert message.content in fenced
+    assert sent["response_format"] == {"type": "json_object"}
+    assert sent["temperature"] == 0
+
+
+def test_a_server_error_is_transient_and_not_retried_behind_our_back(stub, window) -> None:
+    stub.script([status(500), ok([PREFERENCE], EPISODE)])
+
+    with pytest.raises(TransientLLMError) as caught:
+        call(stub, window)
+
+    assert caught.value.status_code == 500
+    assert caught.value.retry_after is None
+    assert len(stub.requests) == 1
+
+
+@pytest.mark.parametrize("code", [429, 503])
+def test_retry_after_is_read_from_the_response(stub, window, code: int) -> None:
+    stub.script([status(code, retry_after=7)])
+
+    with pytest.raises(TransientLLMError) as caught:
+        call(stub, window)
+
+    assert caught.value.status_code == code
+    assert caught.value.retry_after == 7.0
+    assert len(stub.requests) == 1
+
+
+def test_a_timeout_is_transient(stub, window) -> None:
+    stub.script([timeout(5.0)])
+
+    started = time.monotonic()
+    with pytest.raises(TransientLLMError, match="did not answer in time"):
+        call(stub, window, timeout_s=0.5)
+
+    assert time.monotonic() - started < 3.0  # one attempt, no silent retries
+    assert len(stub.requests) == 1
+
+
+def test_an_unreachable_server_is_transient(window, litellm_module) -> None:
+    stub = LLMStub()
+    stub.stop()  # the port is now closed
+
+    with pytest.raises(TransientLLMError):
+        call(stub, window)
+
+
+def test_a_malformed_answer_is_an_extraction_error_carrying_the_raw_text(stub, window) -> None:
+    stub.script([malformed("Sure! Here are the memories: none")])
+
+    with pytest.raises(ExtractionError) as caught:
+        call(stub, window)
+
+    assert caught.value.raw == "Sure! Here are the memories: none"
+
+
+@pytest.mark.parametrize("code", [400, 401, 403, 404])
+def test_refusals_are_permanent(stub, window, code: int) -> None:
+    stub.script([status(code)])
+
+    with pytest.raises(PermanentLLMError) as caught:
+        call(stub, window)
+
+    assert caught.value.status_code == code
+    assert "MEMLANE_LLM_API_KEY" in str(caught.value)
+    assert len(stub.requests) == 1
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def embedder(stub: LLMStub, *, dim: int = 64, batch_size: int = 64) -> LiteLLMEmbedder:
+    return LiteLLMEmbedder(
+        "openai/stub-embed",
+        api_base=stub.base_url,
+        api_key="x",
+        timeout_s=5.0,
+        dim=dim,
+        batch_size=batch_size,
+    )
+
+
+def test_a_batch_of_texts_is_one_request_and_keeps_its_order(stub) -> None:
+    texts = [f"memory number {i}" for i in range(10)]
+
+    vectors = embedder(stub).embed(texts)
+
+    assert len(stub.embedding_requests) == 1
+    assert stub.embedding_requests[0]["input"] == texts
+    assert vectors == [pytest.approx(stub_vector(t, 64)) for t in texts]
+
+
+def test_batches_are_cut_at_batch_size_and_blank_texts_are_not_sent(stub) -> None:
+    texts = [f"fact {i}" for i in range(9)] + ["  "]
+
+    vectors = embedder(stub, batch_size=4).embed(texts)
+
+    assert [len(r["input"]) for r in stub.embedding_requests] == [4, 4, 1]
+    assert vectors[9] == [0.0] * 64
+    assert vectors[8] == pytest.approx(stub_vector("fact 8", 64))
+
+
+def test_embedding_errors_are_classified_like_the_llms(stub) -> None:
+    stub.script([status(500), status(401)])
+
+    with pytest.raises(TransientLLMError):
+        embedder(stub).embed(["a"])
+    assert len(stub.embedding_requests) == 1  # the SDK's own retries are off
+    with pytest.raises(PermanentLLMError):
+        embedder(stub).embed(["a"])
+
+
+def test_a_dimension_mismatch_names_the_setting_to_change(stub) -> None:
+    with pytest.raises(ConfigurationError, match="MEMLANE_EMBEDDING_DIM=64"):
+        embedder(stub, dim=384).embed(["a"])

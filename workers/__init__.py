@@ -1,0 +1,1 @@
+"""memlane's worker fleet: the Celery app, thin tasks, and the model adapters."""

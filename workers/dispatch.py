@@ -1,0 +1,134 @@
+"""How the front doors hand work to the fleet: job ids to Celery, or to the in-process
+worker of the embedded default. Either way only ids travel."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from config.settings import Settings
+from workers import runner, sweeper
+
+log = logging.getLogger("memlane.dispatch")
+
+
+class Dispatcher(Protocol):
+    def extract(self, job_ids: Sequence[str]) -> None: ...
+
+    def store(self, job_ids: Sequence[str]) -> None: ...
+
+    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class CeleryDispatcher:
+    """Publishes task messages; a worker fleet elsewhere runs them."""
+
+    def __init__(self) -> None:
+        from workers import tasks  # Celery and its broker client are loaded only here
+
+        self._tasks = tasks
+
+    def extract(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._tasks.extract.apply_async((job_id,))
+
+    def store(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._tasks.store.apply_async((job_id,))
+
+    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
+        if memory_ids:
+            self._tasks.record_access.apply_async((list(memory_ids), accessed_at.isoformat()))
+
+    def close(self) -> None:
+        return None
+
+
+class InProcessDispatcher:
+    """The embedded default's worker: one background thread runs the same stages the
+    Celery tasks run, in order. Meant for the demo, a laptop or a test; a fleet uses
+    Celery (set MEMLANE_BROKER_URL)."""
+
+    def __init__(self, settings: Settings, *, max_retry_sleep_s: float = 5.0) -> None:
+        self._settings = settings
+        self._max_retry_sleep_s = max_retry_sleep_s
+        self._queue: queue.Queue[tuple[str, tuple[object, ...]] | None] = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._thread = threading.Thread(target=self._work, name="memlane-inprocess", daemon=True)
+        self._thread.start()
+
+    def _put(self, kind: str, *args: object) -> None:
+        with self._idle:
+            self._pending += 1
+        self._queue.put((kind, args))
+
+    def extract(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._put("extract", job_id)
+
+    def store(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._put("store", job_id)
+
+    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
+        if memory_ids:
+            self._put("record_access", list(memory_ids), accessed_at.isoformat())
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every handed-over item ran; False if the timeout came first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            kind, args = item
+            try:
+                self._run(kind, args)
+            except Exception:  # the stage recorded it on the job row; keep the worker alive
+                log.exception("in-process %s %s failed", kind, args)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+    def _run(self, kind: str, args: tuple[object, ...]) -> None:
+        if kind == "record_access":
+            sweeper.record_access(list(args[0]), str(args[1]), self._settings)  # type: ignore[call-overload]
+            return
+        job_id = str(args[0])
+        stage = runner.run_extract if kind == "extract" else runner.run_store
+        while True:
+            outcome = stage(job_id, self._settings)
+            if outcome.next != "retry":
+                break
+            time.sleep(min(outcome.retry_in or 0.0, self._max_retry_sleep_s))
+        if outcome.next == "store":
+            self.store([job_id])
+
+
+def dispatcher_for(settings: Settings) -> Dispatcher:
+    if settings.embedded_worker:
+        return InProcessDispatcher(settings)
+    return CeleryDispatcher()
