@@ -30,10 +30,10 @@ its lines' counts. The assembler relies on that for its estimate and still recou
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Literal
 from xml.sax.saxutils import escape
 
@@ -147,7 +147,7 @@ def section_close(name: SectionName) -> str:
     return f"</memlane_{name}>\n"
 
 
-def render_document(user_id: str, sections: dict[SectionName, Sequence[str]]) -> str:
+def render_document(user_id: str, sections: Mapping[SectionName, Sequence[str]]) -> str:
     """Join already rendered item lines into the document (sections in SECTION_ORDER,
     empty ones left out)."""
     parts = [root_open(user_id)]

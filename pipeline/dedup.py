@@ -309,7 +309,7 @@ def plan(
             if g not in superseded and conflict(new[group[0]], stored[position])
         ]
         if rivals:
-            supersedes.append(PlannedSupersede(record.id, max(rivals, key=recency.__getitem__)))
+            supersedes.append(PlannedSupersede(record.id, min(rivals)))
 
     confirmations = [
         _bump_or_reread(active[position], extracted, confirming[position], now)

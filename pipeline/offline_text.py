@@ -40,27 +40,21 @@ _CONTEXT_PHRASE = re.compile(
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
-def clauses(text: str) -> list[str]:
-    """The clauses of a message's prose, in order, apostrophes normalised."""
-    prose = _CODE_BLOCK.sub(" ", text.translate(_APOSTROPHES))
-    found: list[str] = []
-    for sentence in _SENTENCE_BREAK.split(prose):
-        pieces = [p.strip() for p in _CLAUSE_BREAK.split(sentence) if p and p.strip()]
-        question = sentence.rstrip().endswith("?")
-        glued: list[str] = []
-        for piece in pieces:
-            if glued and _CONTEXT_PHRASE.match(glued[-1]):
-                piece = f"{glued.pop()}, {piece}"
-            glued.append(piece)
-        # A question's clauses are questions too: none of them is a statement.
-        found.extend(f"{piece}?" if question else piece for piece in glued)
-    return found
-
-
 def sentences(text: str) -> list[str]:
     """The sentences of a message's prose (code blocks removed), stripped, in order."""
     prose = _CODE_BLOCK.sub(" ", text.translate(_APOSTROPHES))
     return [s.strip() for s in _SENTENCE_BREAK.split(prose) if s and s.strip()]
+
+
+def clauses(sentence: str) -> list[str]:
+    """The clauses of one sentence, in order; a leading context phrase stays attached."""
+    pieces: list[str] = []
+    for piece in (p.strip() for p in _CLAUSE_BREAK.split(sentence)):
+        if pieces and _CONTEXT_PHRASE.match(pieces[-1]):
+            piece = f"{pieces.pop()}, {piece}"
+        if piece:
+            pieces.append(piece)
+    return pieces
 
 
 # ----------------------------------------------------------------------- verbs
@@ -72,8 +66,10 @@ ADVERBS = (
 )
 _IRREGULAR = {"be": "is", "am": "is", "have": "has", "do": "does", "go": "goes"}
 _UNCHANGED = frozenset(
-    "can could should would must might may will shall was were did had chose went made took "
-    "got found bought thought said knew began ran set put quit cut let".split()
+    str.split(
+        "can could should would must might may will shall was were did had chose went made"
+        " took got found bought thought said knew began ran set put quit cut let"
+    )
 )
 
 
@@ -192,8 +188,9 @@ def finish(sentence: str) -> str:
     if len(text) > MAX_MEMORY_CHARS:
         cut = text[:MAX_MEMORY_CHARS]
         comma = cut.rfind(", ")
-        cut = cut[:comma] if comma > MAX_MEMORY_CHARS // 2 else cut[: cut.rfind(" ")] + "…"
-        return cut
+        if comma > MAX_MEMORY_CHARS // 2:
+            return f"{cut[:comma]}."
+        return f"{cut[: cut.rfind(' ')]}…"
     return f"{text}."
 
 

@@ -113,7 +113,9 @@ class LLMStub:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> LLMStub:
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 

@@ -30,9 +30,14 @@ class Dispatcher(Protocol):
 class CeleryDispatcher:
     """Publishes task messages; a worker fleet elsewhere runs them."""
 
-    def __init__(self) -> None:
-        from workers import tasks  # Celery and its broker client are loaded only here
+    def __init__(self, settings: Settings) -> None:
+        # Celery and its broker client are loaded only here, and configured from these
+        # settings (not only the environment's), so a facade built with explicit
+        # settings publishes where it was told to.
+        from workers import tasks
+        from workers.app import app, celery_config
 
+        app.conf.update(celery_config(settings))
         self._tasks = tasks
 
     def extract(self, job_ids: Sequence[str]) -> None:
@@ -131,4 +136,4 @@ class InProcessDispatcher:
 def dispatcher_for(settings: Settings) -> Dispatcher:
     if settings.embedded_worker:
         return InProcessDispatcher(settings)
-    return CeleryDispatcher()
+    return CeleryDispatcher(settings)

@@ -228,3 +228,36 @@ def test_embedding_errors_are_classified_like_the_llms(stub) -> None:
 def test_a_dimension_mismatch_names_the_setting_to_change(stub) -> None:
     with pytest.raises(ConfigurationError, match="MEMLANE_EMBEDDING_DIM=64"):
         embedder(stub, dim=384).embed(["a"])
+
+
+# --------------------------------------------------------------------------- the stub itself
+
+
+def _statuses(stub: LLMStub, n: int) -> list[int]:
+    import httpx
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    url = stub.base_url + "/chat/completions"
+    return [httpx.post(url, json=body, timeout=5).status_code for _ in range(n)]
+
+
+def test_drill_mode_fails_at_the_given_rate_reproducibly_by_seed() -> None:
+    patterns = []
+    for _ in range(2):
+        with LLMStub() as stub:
+            stub.fail_randomly([(0.3, status(500)), (0.2, status(429))], seed=11)
+            patterns.append(_statuses(stub, 200))
+
+    assert patterns[0] == patterns[1]
+    assert 40 <= patterns[0].count(500) <= 80  # 60 expected
+    assert 20 <= patterns[0].count(429) <= 60  # 40 expected
+    assert set(patterns[0]) == {200, 429, 500}
+
+
+def test_script_entries_come_before_the_drill_and_delay_slows_answers() -> None:
+    with LLMStub(delay_s=0.2) as stub:
+        stub.fail_randomly([(1.0, status(503))])
+        stub.script([ok(), status(401)])
+        started = time.monotonic()
+        assert _statuses(stub, 3) == [200, 401, 503]
+        assert time.monotonic() - started >= 0.2  # only the ok answer waits

@@ -12,8 +12,9 @@ from models.tables import Conversation, Message
 from pipeline.errors import TranscriptError
 
 
-def transcript(n: int, *, ids: bool = False, conversation: str = "c1", user: str = "u1",
-               final: bool = False) -> TranscriptIn:
+def transcript(
+    n: int, *, ids: bool = False, conversation: str = "c1", user: str = "u1", final: bool = False
+) -> TranscriptIn:
     roles = ["user", "assistant"]
     return TranscriptIn.model_validate(
         {
@@ -21,8 +22,11 @@ def transcript(n: int, *, ids: bool = False, conversation: str = "c1", user: str
             "user_id": user,
             "final": final,
             "messages": [
-                {"role": roles[i % 2], "content": f"message number {i}",
-                 **({"id": f"m{i}"} if ids else {})}
+                {
+                    "role": roles[i % 2],
+                    "content": f"message number {i}",
+                    **({"id": f"m{i}"} if ids else {}),
+                }
                 for i in range(n)
             ],
         }
@@ -58,8 +62,9 @@ def test_resending_a_transcript_or_a_longer_one_stores_each_message_once(
 def test_messages_with_ids_append_incrementally(db_url: str, now: datetime) -> None:
     whole = transcript(6, ids=True)
     with unit_of_work(db_url) as s:
-        conversations.save_transcript(s, whole.model_copy(update={"messages": whole.messages[:3]}),
-                                      now=now)
+        conversations.save_transcript(
+            s, whole.model_copy(update={"messages": whole.messages[:3]}), now=now
+        )
     with unit_of_work(db_url) as s:
         saved = conversations.save_transcript(
             s, whole.model_copy(update={"messages": whole.messages[2:]}), now=now
@@ -87,8 +92,11 @@ def test_an_id_reused_with_other_text_is_rejected(db_url: str, now: datetime) ->
     with unit_of_work(db_url) as s:
         conversations.save_transcript(s, transcript(2, ids=True), now=now)
     bad = TranscriptIn.model_validate(
-        {"conversation_id": "c1", "user_id": "u1",
-         "messages": [{"id": "m1", "role": "assistant", "content": "different"}]}
+        {
+            "conversation_id": "c1",
+            "user_id": "u1",
+            "messages": [{"id": "m1", "role": "assistant", "content": "different"}],
+        }
     )
     with pytest.raises(TranscriptError, match="m1"), unit_of_work(db_url) as s:
         conversations.save_transcript(s, bad, now=now)
@@ -106,8 +114,9 @@ def test_idle_conversations_are_those_with_unread_messages_and_no_recent_message
 ) -> None:
     with unit_of_work(db_url) as s:
         conversations.save_transcript(s, transcript(3, conversation="old"), now=now)
-        conversations.save_transcript(s, transcript(3, conversation="new"),
-                                      now=now + timedelta(hours=1))
+        conversations.save_transcript(
+            s, transcript(3, conversation="new"), now=now + timedelta(hours=1)
+        )
     with unit_of_work(db_url) as s:
         idle = conversations.idle_conversations(s, idle_since=now + timedelta(minutes=30))
     assert [c.id for c in idle] == ["old"]

@@ -15,16 +15,18 @@ STALE = timedelta(minutes=10)
 def seed(url: str, now: datetime) -> list[str]:
     with unit_of_work(url) as s:
         conversations.save_transcript(s, transcript(12), now=now)
-        return jobs.create_jobs(s, conversation_id="c1", user_id="u1",
-                                windows=[(0, 9, 0), (0, 11, 10)], now=now)
+        return jobs.create_jobs(
+            s, conversation_id="c1", user_id="u1", windows=[(0, 9, 0), (0, 11, 10)], now=now
+        )
 
 
 def test_jobs_are_created_once_per_window(db_url: str, now: datetime) -> None:
     created = seed(db_url, now)
     assert len(created) == 2
     with unit_of_work(db_url) as s:
-        again = jobs.create_jobs(s, conversation_id="c1", user_id="u1",
-                                 windows=[(0, 9, 0)], now=now)
+        again = jobs.create_jobs(
+            s, conversation_id="c1", user_id="u1", windows=[(0, 9, 0)], now=now
+        )
         conv = conversations.get_conversation(s, "c1")
         assert conv is not None and conv.extracted_to_seq == 11
     assert again == []
@@ -52,8 +54,17 @@ def test_stage_handover_done_and_redelivery_is_a_no_op(db_url: str, now: datetim
     with unit_of_work(db_url) as s:
         job = jobs.claim(s, job_id, stage="extract", now=now, stale_after=STALE)
         assert job is not None
-        jobs.extracted(s, job, extraction={"memories": []}, model="offline", tokens_in=10,
-                       tokens_out=5, cost_usd=None, latency_ms=1.5, now=now)
+        jobs.extracted(
+            s,
+            job,
+            extraction={"memories": []},
+            model="offline",
+            tokens_in=10,
+            tokens_out=5,
+            cost_usd=None,
+            latency_ms=1.5,
+            now=now,
+        )
     with unit_of_work(db_url) as s:
         assert jobs.claim(s, job_id, stage="extract", now=now, stale_after=STALE) is None
         job = jobs.claim(s, job_id, stage="store", now=now, stale_after=STALE)
@@ -63,7 +74,11 @@ def test_stage_handover_done_and_redelivery_is_a_no_op(db_url: str, now: datetim
         assert jobs.claim(s, job_id, stage="store", now=now, stale_after=STALE) is None
         public = jobs.to_public(jobs.load(s, job_id))
     assert (public.status, public.stage, public.tokens_in, public.model) == (
-        "done", "store", 10, "offline")
+        "done",
+        "store",
+        10,
+        "offline",
+    )
 
 
 def test_failed_jobs_keep_their_reason_and_can_be_retried(db_url: str, now: datetime) -> None:

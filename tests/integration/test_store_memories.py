@@ -15,8 +15,13 @@ from pipeline.keywords import keywords
 def add(url: str, now: datetime, content: str, *, user: str = "u1", vector=None, **fields):
     with unit_of_work(url) as s:
         return memories.add(
-            s, user_id=user, memory=MemoryCreate(content=content, **fields),
-            keywords=keywords(content), embedding=vector, embedding_model="test", now=now,
+            s,
+            user_id=user,
+            memory=MemoryCreate(content=content, **fields),
+            keywords=keywords(content),
+            embedding=vector,
+            embedding_model="test",
+            now=now,
         )
 
 
@@ -49,31 +54,53 @@ def test_apply_plan_inserts_bumps_and_supersedes(db_url: str, now: datetime) -> 
     ts = add(db_url, now, "User prefers TypeScript for frontend work")
     later = now + timedelta(hours=2)
     extracted = [
-        ExtractedMemory(content="User prefers TypeScript for frontend work", category="preference",
-                        importance=0.9, confidence=1.0),
-        ExtractedMemory(content="User dislikes Java for backend services", category="preference",
-                        importance=0.6, confidence=1.0),
-        ExtractedMemory(content="User is migrating auth to PostgreSQL", category="project",
-                        importance=0.8, confidence=1.0),
+        ExtractedMemory(
+            content="User prefers TypeScript for frontend work",
+            category="preference",
+            importance=0.9,
+            confidence=1.0,
+        ),
+        ExtractedMemory(
+            content="User dislikes Java for backend services",
+            category="preference",
+            importance=0.6,
+            confidence=1.0,
+        ),
+        ExtractedMemory(
+            content="User is migrating auth to PostgreSQL",
+            category="project",
+            importance=0.8,
+            confidence=1.0,
+        ),
     ]
-    sightings = [dedup.Sighting.of(m, conversation_id="c9", new_from_seq=0, end_seq=9)
-                 for m in extracted]
+    sightings = [
+        dedup.Sighting.of(m, conversation_id="c9", new_from_seq=0, end_seq=9) for m in extracted
+    ]
     with unit_of_work(db_url) as s:
         known = memories.dedup_candidates(s, "u1", [x.keywords for x in sightings], threshold=0.6)
         plan = dedup.plan(sightings, known, now=later)
         inserted = memories.apply_plan(
-            s, plan, user_id="u1", job_id="job_x", conversation_id="c9",
-            vectors=[[1.0, 0.0]] * 3, embedding_model="test", now=later,
+            s,
+            plan,
+            user_id="u1",
+            job_id="job_x",
+            conversation_id="c9",
+            vectors=[[1.0, 0.0]] * 3,
+            embedding_model="test",
+            now=later,
         )
     assert len(inserted) == 2
     with unit_of_work(db_url) as s:
         bumped = memories.get(s, "u1", ts.id)
         assert (bumped.access_count, bumped.importance, bumped.accessed_at) == (2, 0.9, later)
         assert memories.get(s, "u1", liked.id).status == "superseded"
-        statuses = {memories.get(s, "u1", i).content: memories.get(s, "u1", i).status
-                    for i in inserted}
-    assert statuses == {"User dislikes Java for backend services": "active",
-                        "User is migrating auth to PostgreSQL": "active"}
+        statuses = {
+            memories.get(s, "u1", i).content: memories.get(s, "u1", i).status for i in inserted
+        }
+    assert statuses == {
+        "User dislikes Java for backend services": "active",
+        "User is migrating auth to PostgreSQL": "active",
+    }
 
 
 def test_management_changes_are_scoped_to_the_owner(db_url: str, now: datetime) -> None:
@@ -100,8 +127,13 @@ def test_assembly_reads_only_visible_memories_of_the_user_with_relevance(
     pinned = add(db_url, now, "User's name is Maya", vector=[0.0, 0.0, 1.0], tier="pinned")
     hidden = [
         add(db_url, now, "Other user's secret", user="u2", vector=[1.0, 0.0, 0.0]).id,
-        add(db_url, now, "Expired fact", vector=[1.0, 0.0, 0.0],
-            expires_at=now - timedelta(seconds=1)).id,
+        add(
+            db_url,
+            now,
+            "Expired fact",
+            vector=[1.0, 0.0, 0.0],
+            expires_at=now - timedelta(seconds=1),
+        ).id,
         add(db_url, now, "Sensitive fact", vector=[1.0, 0.0, 0.0], sensitive=True).id,
     ]
     quarantined = add(db_url, now, "Quarantined fact", vector=[1.0, 0.0, 0.0])
@@ -120,7 +152,12 @@ def test_assembly_reads_only_visible_memories_of_the_user_with_relevance(
     assert got.relevance[pinned.id] == pytest.approx(0.0, abs=1e-6)
     with unit_of_work(db_url) as s:
         sensitive = assembly_reads.assembly_candidates(
-            s, "u1", now=now, strategy="recent", query_embedding=None, top_k=10,
+            s,
+            "u1",
+            now=now,
+            strategy="recent",
+            query_embedding=None,
+            top_k=10,
             include_sensitive=True,
         )
     assert len(sensitive.memories) == 4 and sensitive.relevance == {}

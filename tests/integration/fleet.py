@@ -1,0 +1,136 @@
+"""A real Celery worker fleet for tests: worker processes started with `celery worker`
+against the test Redis and PostgreSQL, and helpers to watch jobs finish."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from models.db import unit_of_work
+from models.tables import Job, MemoryRow
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class WorkerProcess:
+    """One `celery worker` process (prefork parent + children, or threads)."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        queues: str = "ingest,extract,store",
+        pool: str = "threads",
+        concurrency: int = 4,
+        name: str = "w1",
+        log_dir: Path,
+        beat: bool = False,
+    ) -> None:
+        self.log_path = log_dir / f"worker-{name}-{time.monotonic_ns()}.log"
+        self._log = self.log_path.open("wb")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.app",
+                "worker",
+                "-Q",
+                queues,
+                "--pool",
+                pool,
+                "--concurrency",
+                str(concurrency),
+                "-n",
+                f"{name}@%h",
+                "--loglevel",
+                "INFO",
+                "--without-gossip",
+                "--without-mingle",
+                "-E",
+                *(["-B", "--schedule", str(log_dir / f"beat-{name}")] if beat else []),
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log()}")
+            if b" ready." in self.log_path.read_bytes():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"worker not ready after {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: parent and children die mid-task."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+
+
+def fleet_env(db_url: str, broker_url: str, **extra: str) -> dict[str, str]:
+    env = {
+        "MEMLANE_DATABASE_URL": db_url,
+        "MEMLANE_BROKER_URL": broker_url,
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "PYTHONUNBUFFERED": "1",
+    }
+    env.update({f"MEMLANE_{k.upper()}": v for k, v in extra.items()})
+    return env
+
+
+def job_statuses(db_url: str, job_ids: Iterable[str] | None = None) -> dict[str, str]:
+    with unit_of_work(db_url) as s:
+        query = select(Job.id, Job.status)
+        if job_ids is not None:
+            query = query.where(Job.id.in_(list(job_ids)))
+        return {row.id: row.status for row in s.execute(query)}
+
+
+def wait_for_jobs(
+    db_url: str, job_ids: Iterable[str] | None = None, *, timeout: float = 60.0
+) -> dict[str, str]:
+    """Wait until every job is done or failed; fail with their states if time runs out."""
+    ids = None if job_ids is None else list(job_ids)
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = job_statuses(db_url, ids)
+        if statuses and all(s in ("done", "failed") for s in statuses.values()):
+            return statuses
+        if time.monotonic() > deadline:
+            raise AssertionError(f"jobs not finished after {timeout}s: {statuses}")
+        time.sleep(0.2)
+
+
+def memory_count(db_url: str, user_id: str | None = None) -> int:
+    with unit_of_work(db_url) as s:
+        query = select(func.count()).select_from(MemoryRow).where(MemoryRow.status == "active")
+        if user_id:
+            query = query.where(MemoryRow.user_id == user_id)
+        return int(s.scalar(query) or 0)

@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import pytest
+
+from config.settings import load_settings
+from pipeline.errors import ConfigurationError
+from pipeline.hashing_embedder import hashing_embed
+from workers.embedders import (
+    HashingEmbedder,
+    LiteLLMEmbedder,
+    QueryEmbeddingCache,
+    get_embedder,
+)
+
+
+class CountingEmbedder:
+    """A hand-written fake: returns [len(text), n] and counts the texts it embedded."""
+
+    def __init__(self, name: str = "fake") -> None:
+        self.name = name
+        self.dim = 2
+        self.calls: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.extend(texts)
+        return [[float(len(t)), float(len(self.calls))] for t in texts]
+
+
+def test_hashing_is_the_default_and_uses_the_configured_dimension() -> None:
+    embedder = get_embedder(load_settings(embedding_dim=64))
+    assert isinstance(embedder, HashingEmbedder)
+    assert (embedder.name, embedder.dim) == ("hashing-64", 64)
+    assert embedder.embed(["User likes tea."]) == hashing_embed(["User likes tea."], dim=64)
+
+
+def test_minilm_is_refused_until_it_is_installed() -> None:
+    with pytest.raises(ConfigurationError, match="MEMLANE_EMBEDDING_MODEL=minilm"):
+        get_embedder(load_settings(embedding_model="minilm"))
+
+
+def test_any_other_name_is_a_litellm_model_with_the_llm_endpoint() -> None:
+    settings = load_settings(
+        embedding_model="openai/text-embedding-3-small",
+        embedding_dim=1536,
+        llm_api_base="http://127.0.0.1:9/v1",
+        llm_api_key="secret",
+    )
+    embedder = get_embedder(settings)
+    assert isinstance(embedder, LiteLLMEmbedder)
+    assert (embedder.name, embedder.dim) == ("openai/text-embedding-3-small", 1536)
+
+
+def test_litellm_embedder_sends_nothing_for_nothing() -> None:
+    embedder = LiteLLMEmbedder("openai/x", api_base=None, api_key=None, timeout_s=1.0, dim=4)
+    # no texts, or only blank ones: no call (and no litellm import) is needed
+    assert embedder.embed([]) == []
+    assert embedder.embed(["", "  "]) == [[0.0] * 4, [0.0] * 4]
+
+
+def test_importing_the_adapters_does_not_import_litellm() -> None:
+    code = "import sys, workers.embedders, workers.llm; print('litellm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_query_cache_embeds_a_text_once_per_embedder() -> None:
+    cache = QueryEmbeddingCache(maxsize=8)
+    first, other = CountingEmbedder("one"), CountingEmbedder("two")
+
+    a = cache.get(first, "tea")
+    b = cache.get(first, "tea")
+    c = cache.get(other, "tea")
+
+    assert a == b == [3.0, 1.0]
+    assert c == [3.0, 1.0] and other.calls == ["tea"]
+    assert first.calls == ["tea"]
+    assert (cache.hits, cache.misses) == (1, 2)
+
+
+def test_query_cache_evicts_the_least_recently_used() -> None:
+    cache = QueryEmbeddingCache(maxsize=2)
+    fake = CountingEmbedder()
+    cache.get(fake, "a")
+    cache.get(fake, "b")
+    cache.get(fake, "a")  # "a" is now the most recent
+    cache.get(fake, "c")  # evicts "b"
+
+    cache.get(fake, "a")
+    cache.get(fake, "b")
+
+    assert fake.calls == ["a", "b", "c", "b"]
+
+
+def test_query_cache_hands_out_copies() -> None:
+    cache = QueryEmbeddingCache()
+    fake = CountingEmbedder()
+    cache.get(fake, "tea").append(99.0)
+    assert cache.get(fake, "tea") == [3.0, 1.0]
