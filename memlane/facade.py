@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pipeline.cadence import due_windows
 from pydantic import ValidationError
 
 from config.logging import ASSEMBLY_LOGGER
@@ -40,6 +39,7 @@ from models.store import assembly_reads, context_items, conversations, jobs, mem
 from pipeline.assembly import assemble_context
 from pipeline.assembly_types import AssembledContext, AssemblyInput
 from pipeline.budget import derive_budget, validate_budget
+from pipeline.cadence import due_windows
 from pipeline.errors import ConfigurationError, TranscriptError
 from pipeline.keywords import keywords
 from pipeline.scoring import STRATEGIES, Strategy, Weights
@@ -340,6 +340,26 @@ class Memlane:
     def mark_sensitive(self, user_id: str, memory_id: str, sensitive: bool = True) -> MemoryPublic:
         with unit_of_work(self.url) as session:
             return memories.set_sensitive(session, user_id, memory_id, sensitive)
+
+    def update_memory(
+        self,
+        user_id: str,
+        memory_id: str,
+        *,
+        tier: Tier | None = None,
+        status: MemoryStatus | None = None,
+        sensitive: bool | None = None,
+    ) -> MemoryPublic:
+        """Change any of tier, status and sensitivity in one transaction; None keeps a field."""
+        with unit_of_work(self.url) as session:
+            public = memories.to_public(memories.get(session, user_id, memory_id))
+            if tier is not None:
+                public = memories.set_tier(session, user_id, memory_id, tier)
+            if status is not None:
+                public = memories.set_status(session, user_id, memory_id, status)
+            if sensitive is not None:
+                public = memories.set_sensitive(session, user_id, memory_id, sensitive)
+            return public
 
     # ------------------------------------------------------------------ soul, procedures
 

@@ -206,7 +206,7 @@ def _select(
     for entry in pinned:
         account.take(entry)
     if account.used > budget:
-        raise _over_budget(budget, account.used)
+        raise _over_budget(budget, account.used, len(soul), len(pinned))
     for entry in verified:
         _take_if_it_fits(entry, account, budget, events)
     for entry in candidates:
@@ -257,7 +257,8 @@ def _render_within_budget(
             return text, used
         still_in = [e for e in removable if e.included]
         if not still_in:
-            raise _over_budget(budget, used)
+            pinned = sum(1 for e in sections[1] if e.tier == "pinned")
+            raise _over_budget(budget, used, len(sections[0]), pinned)
         freed = 0
         for entry in still_in:
             _drop(entry, "recount", events)
@@ -266,10 +267,11 @@ def _render_within_budget(
                 break
 
 
-def _over_budget(budget: int, required: int) -> BudgetError:
+def _over_budget(budget: int, required: int, soul: int, pinned: int) -> BudgetError:
     return BudgetError(
-        f"the soul blocks and pinned memories alone need {required:,} tokens but the budget "
-        f"is {budget:,} (over by {required - budget:,}): raise the budget or unpin memories",
+        f"the {soul} soul block(s), {pinned} pinned memory(ies) and the XML around them "
+        f"need {required:,} tokens but the budget is {budget:,} (over by {required - budget:,}): "
+        "raise the budget, unpin memories or shorten the soul blocks",
         budget=budget,
         required=required,
     )

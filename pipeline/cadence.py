@@ -41,9 +41,7 @@ def _check(message_count: int, extracted_to_seq: int, window: int) -> None:
     if window < 1:
         raise ValueError(f"window must be >= 1, not {window}")
     if not -1 <= extracted_to_seq <= message_count - 1:
-        raise ValueError(
-            f"extracted_to_seq {extracted_to_seq} is outside -1..{message_count - 1}"
-        )
+        raise ValueError(f"extracted_to_seq {extracted_to_seq} is outside -1..{message_count - 1}")
 
 
 def _windows_to(end: int, *, covered_to: int, window: int) -> list[WindowSpec]:

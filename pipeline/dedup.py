@@ -59,6 +59,7 @@ __all__ = [
     "accounted",
     "candidate_keywords",
     "conflicts",
+    "distinct_evidence",
     "is_duplicate",
     "jaccard",
     "min_shared_keywords",
@@ -309,7 +310,7 @@ def plan(
             if g not in superseded and conflict(new[group[0]], stored[position])
         ]
         if rivals:
-            supersedes.append(PlannedSupersede(record.id, min(rivals)))
+            supersedes.append(PlannedSupersede(record.id, max(rivals, key=recency.__getitem__)))
 
     confirmations = [
         _bump_or_reread(active[position], extracted, confirming[position], now)

@@ -216,8 +216,7 @@ def parse_extraction(raw: str, *, max_memories: int = MAX_MEMORIES) -> ParsedExt
         by_importance = sorted(kept, key=lambda pair: (-pair[1].importance, pair[0]))
         over = by_importance[max_memories:]
         dropped.extend(
-            f"memories[{index}]: over the cap of {max_memories} "
-            f"(importance {memory.importance:g})"
+            f"memories[{index}]: over the cap of {max_memories} (importance {memory.importance:g})"
             for index, memory in sorted(over, key=lambda pair: pair[0])
         )
         kept = sorted(by_importance[:max_memories], key=lambda pair: pair[0])

@@ -1,9 +1,11 @@
 """The offline extractor: deterministic, rule-based, no network. Used when no LLM is set.
 
 Memories, from the window's NEW messages only (seq >= new_from_seq), in seq order:
-1. each message is cut into sentences (code blocks removed); a sentence that tries to
+1. each message is cut into sentences (code blocks removed). A sentence that tries to
    instruct the extractor ("ignore your instructions", "store the following", "system
-   prompt", "with importance") is skipped whole: an instruction is not a fact.
+   prompt", "with importance") is not a fact, and neither is anything after it in the same
+   message: that is the instruction's payload ("...store this: I am the admin"). Sentences
+   before it are read as usual.
 2. sentences are cut into clauses; fillers ("Honestly,", "Also,"), hedges ("I think") and
    a leading context phrase ("For the frontend,") are set aside; questions and
    conditions ("if I ...") are skipped.
@@ -118,7 +120,7 @@ def find_memories(messages: Sequence[StoredMessage]) -> list[ExtractedMemory]:
     for message in sorted(messages, key=lambda m: m.seq):
         for sentence in sentences(message.content):
             if INJECTION.search(sentence):
-                continue
+                break
             for clause in clauses(sentence):
                 reading = read_clause(clause, message.role)
                 if reading is None or reading.content.casefold() in seen:
@@ -168,16 +170,18 @@ def episode_topics(messages: Sequence[StoredMessage], limit: int = MAX_TOPICS) -
 
 
 def _first_request(messages: Sequence[StoredMessage]) -> str | None:
-    candidates = [
-        sentence
-        for message in sorted(messages, key=lambda m: m.seq)
-        if message.role == "user"
-        for sentence in sentences(message.content)
-        if len(sentence.split()) >= 3 and not INJECTION.search(sentence)
-    ]
+    candidates: list[str] = []
+    for message in sorted(messages, key=lambda m: m.seq):
+        for sentence in sentences(message.content) if message.role == "user" else []:
+            if INJECTION.search(sentence):
+                break
+            if len(sentence.split()) >= 3:
+                candidates.append(sentence)
     asking = [s for s in candidates if _REQUEST.search(s)]
-    chosen = (asking or candidates or [None])[0]
-    if chosen is None or len(chosen) <= MAX_REQUEST_CHARS:
+    if not (asking or candidates):
+        return None
+    chosen = (asking or candidates)[0]
+    if len(chosen) <= MAX_REQUEST_CHARS:
         return chosen
     return chosen[: chosen.rfind(" ", 0, MAX_REQUEST_CHARS)].rstrip(" ,;:") + "…"
 

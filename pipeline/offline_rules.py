@@ -103,6 +103,8 @@ def _rule(
     )
 
 
+# One rule a line or two reads as a table; the formatter would spread each over six lines.
+# fmt: off
 USER_RULES: tuple[Rule, ...] = (
     _rule("name", r"^my name(?:'s| is)\s+", "fact", 0.9),
     _rule("call_me", r"^call me\s+", "preference", 0.8),
@@ -129,6 +131,8 @@ USER_RULES: tuple[Rule, ...] = (
           r"|just started|started)\s+", "fact", 0.6),
     _rule("birthday", r"^my birthday(?:'s| is)\s+", "fact", 0.8),
     _rule("project", r"^(?:my|our) (?:[\w-]+ ){0,2}project(?:'s| is)\s+", "project", 0.8),
+    _rule("favorite", r"^(?:my|our) (?:all[- ]time )?(?:favou?rite|fave)\s+", "preference",
+          0.6),
     _rule("my_thing", rf"^(?:my|our) (?:[\w'-]+ ){{0,2}}{_THINGS}(?: is| are|'s)\s+", "fact",
           0.7),
     _rule("plan", rf"^{_WE_ARE} {_PLANS}\s+", "fact", 0.7, needs_date=True),
@@ -160,8 +164,6 @@ USER_RULES: tuple[Rule, ...] = (
     _rule("likes", rf"^i {_A}(?:like|love|enjoy|adore)\s+", "preference", 0.6),
     _rule("fan", rf"^{_AM} (?:a (?:big |huge )?fan of|into|a sucker for)\s+", "preference",
           0.6),
-    _rule("favorite", r"^(?:my|our) (?:all[- ]time )?(?:favou?rite|fave)\s+", "preference",
-          0.6),
     _rule("uses", rf"^(?:i|we) {_A}use\s+", "fact", 0.5),
 )
 
@@ -170,6 +172,7 @@ ASSISTANT_RULES: tuple[Rule, ...] = (
     _rule("your_thing", rf"^your (?:[\w'-]+ ){{0,2}}{_THINGS}(?: is| are|'s)\s+", "fact", 0.7,
           speaker="assistant"),
 )
+# fmt: on
 
 # ----------------------------------------------------------------------- clause filters
 
@@ -187,7 +190,7 @@ DATE = re.compile(
     re.I,
 )
 
-# A sentence that tries to instruct the extractor is data, not a statement: it is skipped.
+# A sentence that tries to instruct the extractor; it and the rest of its message are skipped.
 INJECTION = re.compile(
     r"\b(?:ignore|disregard|forget|override)\b.{0,60}?\b(?:instructions?|rules|prompts?|"
     r"guidelines|system message)\b|\bsystem (?:prompt|note|message)\b|\byou are now\b"
@@ -216,8 +219,9 @@ CONTEXT = re.compile(
     re.I,
 )
 # Conditions and questions are not statements about the user.
-NOT_A_STATEMENT = re.compile(r"^(?:if|when|whether|unless|once|what|why|how|do|does|can)\b|\?$",
-                             re.I)
+NOT_A_STATEMENT = re.compile(
+    r"^(?:if|when|whether|unless|once|what|why|how|do|does|can)\b|\?$", re.I
+)
 # An object that is only a pronoun says nothing on its own ("I like it").
 BARE_OBJECT = re.compile(
     r"^(?:it|this|that|these|those|them|one|so|too|either|neither)\b(?!\s+when\b)", re.I
@@ -235,6 +239,7 @@ TOPIC_STOPWORDS: frozenset[str] = frozenset(
         there want wants time day week today tomorrow user assistant hi hello hey bit
         quick sense work works first next last new keep take try give tell say said
         mean means per every around since without whatever else able happy glad
+        instead already years year months minutes hours
         """
     )
 )

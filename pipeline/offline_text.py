@@ -31,18 +31,20 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\s*\n+\s*")
 _SUBJECT = r"(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|we'll|let's|our)\b"
 _CLAUSE_BREAK = re.compile(
     rf"\s*;\s*|\s+[—–]\s+|\s+-\s+|:\s+(?={_SUBJECT})|,\s+(?=so\s|if\s|in case\s)"
-    rf"|,?\s+(?:and|but)\s+(?={_SUBJECT})|,\s+(?={_SUBJECT})",
+    rf"|,?\s+(?:and|but)\s+(?={_SUBJECT}|(?:she|he|they)\b)|,\s+(?={_SUBJECT})",
     re.I,
 )
 _CONTEXT_PHRASE = re.compile(
     r"^(?:for|in|at|on|with|during|outside|these days|nowadays|lately)\b[^,]{0,40}$", re.I
 )
+_HORIZONTAL_SPACE = re.compile(r"[^\S\n]+")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
 def sentences(text: str) -> list[str]:
     """The sentences of a message's prose (code blocks removed), stripped, in order."""
-    prose = _CODE_BLOCK.sub(" ", text.translate(_APOSTROPHES))
+    # Runs of spaces become one first, so no later pattern backtracks over a long run.
+    prose = _HORIZONTAL_SPACE.sub(" ", _CODE_BLOCK.sub(" ", text.translate(_APOSTROPHES)))
     return [s.strip() for s in _SENTENCE_BREAK.split(prose) if s and s.strip()]
 
 
@@ -169,22 +171,61 @@ def shift_pronouns(text: str, speaker: Role) -> str:
             return word
         return table[" ".join(word.lower().split())]
 
-    return _PRONOUN_PATTERNS[speaker].sub(replace, text)
+    shifted = _PRONOUN_PATTERNS[speaker].sub(replace, text)
+    if speaker == "user":
+        shifted = _ASSISTANT_AS_SUBJECT.sub(_agree_with_assistant, shifted)
+    return shifted
+
+
+# "I like how you format code": after the shift the verb must agree with "the assistant".
+_ASSISTANT_AS_SUBJECT = re.compile(
+    r"\b(how|when|that|if|because|whenever|while|way) the assistant ([a-z]+)\b"
+)
+_NOT_VERBS = frozenset(str.split("to and or not also just always never really"))
+
+
+def _agree_with_assistant(match: re.Match[str]) -> str:
+    verb = match.group(2)
+    if verb in _NOT_VERBS:
+        return match.group(0)
+    agreed = {"are": "is", "were": "was"}.get(verb) or third_person(verb)
+    return f"{match.group(1)} the assistant {agreed}"
 
 
 # ----------------------------------------------------------------------- finishing
 
-_TRAILING_NOISE = re.compile(
-    r"(?:[\s,]+(?:btw|by the way|lol|haha|though|anyway|then|too|as well|honestly|"
-    r"i think|i guess)|\s*[:;]-?[()DPp]|\s*[^\w)\"'%+#])+$",
+_TRAILING_FILLER = re.compile(
+    r"[\s,]+(?:btw|by the way|lol|haha|though|anyway|then|too|as well|honestly|i think|"
+    r"i guess)$",
     re.I,
 )
+_EMOTICON = re.compile(r"[:;]-?[()DPp]$")
+_KEPT_LAST = frozenset(")\"'%+#")
+
+
+def _strip_trailing_noise(text: str) -> str:
+    """Drop trailing punctuation, emoji, emoticons and fillers ("btw", "then", "too").
+
+    A loop over the text's last characters rather than one regex: a single pattern with
+    nested repetition backtracks exponentially on long runs of punctuation.
+    """
+    while True:
+        before = text
+        end = len(text)
+        while end and not (text[end - 1].isalnum() or text[end - 1] in _KEPT_LAST):
+            end -= 1
+        text = text[:end]
+        text = text[:-3] + _EMOTICON.sub("", text[-3:])
+        tail_start = max(0, len(text) - 40)  # fillers are short: look at the tail only
+        filler = _TRAILING_FILLER.search(text, tail_start)
+        text = text[: filler.start()] if filler else text
+        if text == before:
+            return text
 
 
 def finish(sentence: str) -> str:
     """One tidy sentence: trailing noise dropped, cut to MAX_MEMORY_CHARS, final '.'."""
-    text = " ".join(sentence.split())
-    text = _TRAILING_NOISE.sub("", text)
+    text = _strip_trailing_noise(" ".join(sentence.split()))
     if len(text) > MAX_MEMORY_CHARS:
         cut = text[:MAX_MEMORY_CHARS]
         comma = cut.rfind(", ")

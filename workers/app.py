@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 
 from config.queues import TASK_ROUTES, Queue
 from config.settings import Settings, get_settings
@@ -75,8 +75,18 @@ class _LazyConfig:
         return list(self._load())
 
 
+_lazy_config = _LazyConfig()
 app = Celery("memlane", include=["workers.tasks"])
-app.config_from_object(_LazyConfig())
+app.config_from_object(_lazy_config)
+
+
+def configure_app(settings: Settings) -> Celery:
+    """Point the app at these settings instead of the environment's (front doors built
+    with explicit settings, tests)."""
+    config = celery_config(settings)
+    _lazy_config._config = config
+    app.conf.update(config)
+    return app
 
 
 @worker_process_init.connect
@@ -85,3 +95,12 @@ def _fresh_engines_per_process(**_: Any) -> None:
     from models.db import dispose_engines
 
     dispose_engines()
+
+
+@worker_init.connect
+def _load_the_llm_client_before_the_first_job(**_: Any) -> None:
+    # litellm takes seconds to import; pay that at start-up, not in the first job's latency.
+    if get_settings().llm_model is not None:
+        from workers.llm import load_litellm
+
+        load_litellm()

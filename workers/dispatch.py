@@ -35,9 +35,9 @@ class CeleryDispatcher:
         # settings (not only the environment's), so a facade built with explicit
         # settings publishes where it was told to.
         from workers import tasks
-        from workers.app import app, celery_config
+        from workers.app import configure_app
 
-        app.conf.update(celery_config(settings))
+        configure_app(settings)
         self._tasks = tasks
 
     def extract(self, job_ids: Sequence[str]) -> None:
@@ -102,7 +102,9 @@ class InProcessDispatcher:
     def pending(self) -> int:
         return self._pending
 
-    def close(self) -> None:
+    def close(self, timeout: float = 60.0) -> None:
+        """Finish what was handed over (a stage may hand on to the next), then stop."""
+        self.drain(timeout)
         self._queue.put(None)
         self._thread.join(timeout=30)
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from pipeline.cadence import tail_window
-
 from config.settings import Settings
 from models.db import unit_of_work
 from models.store import conversations, jobs, memories
+from pipeline.cadence import tail_windows
 from workers.runner import utcnow
 
 
@@ -22,31 +21,30 @@ class SweepResult:
 
 
 def sweep(settings: Settings, *, now: datetime | None = None) -> SweepResult:
-    """Find stuck jobs (touching them so the next sweep waits a full period again) and
-    create tail jobs for idle conversations. The caller publishes the ids."""
+    """Release stuck jobs (queued again, so the next sweep waits a full period before
+    touching them again) and create tail jobs for idle conversations. The caller
+    publishes the ids."""
     now = now or utcnow()
     result = SweepResult()
     with unit_of_work(settings.resolved_database_url) as session:
         stuck = jobs.stuck(session, older_than=now - timedelta(seconds=settings.stuck_after_s))
         for job in stuck:
             (result.extract if job.stage == "extract" else result.store).append(job.id)
-        jobs.touch(session, [job.id for job in stuck], now=now)
+        jobs.release_stuck(session, [job.id for job in stuck], now=now)
         idle = conversations.idle_conversations(
             session, idle_since=now - timedelta(seconds=settings.idle_after_s)
         )
         for conversation in idle:
-            window = tail_window(
+            windows = tail_windows(
                 message_count=conversation.message_count,
                 extracted_to_seq=conversation.extracted_to_seq,
                 window=settings.extract_window,
             )
-            if window is None:
-                continue
             created = jobs.create_jobs(
                 session,
                 conversation_id=conversation.id,
                 user_id=conversation.user_id,
-                windows=[(window.start_seq, window.end_seq, window.new_from_seq)],
+                windows=[(w.start_seq, w.end_seq, w.new_from_seq) for w in windows],
                 now=now,
             )
             result.extract.extend(created)

@@ -124,6 +124,7 @@ def extracted(
     job.latency_ms = latency_ms
     job.stage = "store"
     job.status = "queued"
+    job.attempts = 0  # attempts count per stage: the store stage has its own retries
     job.last_error = None
     job.updated_at = now
 
@@ -178,6 +179,18 @@ def stuck(session: Session, *, older_than: datetime, limit: int = 1000) -> list[
 def touch(session: Session, job_ids: Sequence[str], *, now: datetime) -> None:
     if job_ids:
         session.execute(update(Job).where(Job.id.in_(job_ids)).values(updated_at=now))
+
+
+def release_stuck(session: Session, job_ids: Sequence[str], *, now: datetime) -> None:
+    """Stuck jobs back to queued, their clock restarted: a job running past the deadline
+    (longer than any task may run) has lost its worker, and its republished message must
+    be able to claim it."""
+    if job_ids:
+        session.execute(
+            update(Job)
+            .where(Job.id.in_(job_ids), Job.status.in_(("queued", "running")))
+            .values(status="queued", updated_at=now)
+        )
 
 
 def to_public(job: Job) -> JobPublic:

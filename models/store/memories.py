@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -15,6 +14,7 @@ from sqlalchemy.orm import Session
 from models.schemas import MemoryCreate, MemoryPublic, MemoryRecord, MemoryStatus, Tier
 from models.tables import MemoryKeyword, MemoryRow
 from pipeline.errors import NotFoundError
+from pipeline.similarity import min_shared_keywords
 
 if TYPE_CHECKING:  # the plan's shape only; the store runs no pipeline code
     from pipeline.dedup import DedupPlan
@@ -105,14 +105,15 @@ def dedup_candidates(
     """Active memories of the user that could be duplicates of (or conflict with) any of
     the given keyword sets, found through the inverted index.
 
-    Jaccard(A, B) ≥ t needs |A ∩ B| ≥ t·|A ∪ B| ≥ t·|A|, so a memory sharing fewer than
-    ceil(t·|A|) keywords with every new set cannot be a duplicate of it and is not read.
+    A memory sharing fewer than `min_shared_keywords(A)` keywords with every new set A can
+    neither duplicate nor conflict with any of them (see pipeline.similarity), so it is
+    not read.
     """
     sets = [s for s in keyword_sets if s]
     if not sets:
         return []
     words = sorted(set().union(*sets))
-    min_overlap = max(1, min(math.ceil(threshold * len(s) - 1e-9) for s in sets))
+    min_overlap = min(min_shared_keywords(s, threshold=threshold) for s in sets)
     overlap = func.count(MemoryKeyword.keyword)
     ids = (
         select(MemoryKeyword.memory_id)

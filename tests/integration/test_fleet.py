@@ -3,7 +3,8 @@ processes, and the loopback LLM stub that litellm really calls."""
 
 from __future__ import annotations
 
-import threading
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -145,8 +146,6 @@ def test_a_redelivered_or_repeated_job_stores_nothing_twice(pg, redis_url, fleet
         tasks.extract.apply_async((job_id,))  # the broker delivers the same ids again
         tasks.store.apply_async((job_id,))
         wait_for_jobs(pg, [job_id])
-        import time
-
         time.sleep(1.0)  # give the duplicates time to run (they must be no-ops)
         after = [(m.id, m.access_count) for m in lane.list_memories("u1")]
         assert after == before
@@ -188,8 +187,7 @@ def test_a_failing_llm_call_is_retried_and_then_done(
     with lane_for(pg, redis_url) as lane:
         job_id = lane.enqueue(transcript("c1", "u1", 5)).job_ids[0]
         assert wait_for_jobs(pg, [job_id], timeout=90) == {job_id: "done"}
-        job = lane.job(job_id)
-    assert job.attempts == 2
+    assert len(stub.requests) == 2  # one failure, one retry
     assert memory_count(pg, "u1") == 1
 
 
@@ -203,7 +201,7 @@ def test_a_job_out_of_retries_is_failed_with_its_reason_and_retryable(
         job_id = lane.enqueue(transcript("c1", "u1", 5)).job_ids[0]
         assert wait_for_jobs(pg, [job_id], timeout=90) == {job_id: "failed"}
         failed = lane.job(job_id)
-        assert failed.attempts == 3
+        assert failed.attempts == 3 == len(stub.requests)
         assert failed.last_error and "ExtractionError" in failed.last_error
         assert "no JSON here, sorry" in failed.last_error  # the raw answer is kept
         lane.retry_job(job_id)
@@ -229,8 +227,6 @@ def test_a_worker_killed_mid_task_loses_nothing(pg, redis_url, fleet, stub) -> N
         for n in range(8):
             stub.answer(memories=[{**PREFERS_TS, "content": f"User owns project number {n}"}])
             ids += lane.enqueue(transcript(f"c{n}", f"u{n % 3}", 5)).job_ids
-        import time
-
         deadline = time.monotonic() + 30
         while "running" not in job_statuses(pg, ids).values():
             assert time.monotonic() < deadline, "no job started"
@@ -250,22 +246,19 @@ def test_a_worker_killed_mid_task_loses_nothing(pg, redis_url, fleet, stub) -> N
     assert duplicates == []
 
 
-def test_redis_and_flower_never_see_transcript_text(pg, redis_url, fleet, stub) -> None:
+def test_redis_never_sees_transcript_text(pg, redis_url, fleet, stub, tmp_path) -> None:
     canary = f"CANARY{uuid.uuid4().hex}"
     stub.answer(memories=[{**PREFERS_TS, "content": f"User's codename is {canary}"}])
     client = redis.Redis.from_url(redis_url)
-    seen: list[str] = []
-    stop = threading.Event()
-
-    def monitor() -> None:
-        with client.monitor() as m:
-            for command in m.listen():
-                seen.append(str(command.get("command", "")))
-                if stop.is_set():
-                    return
-
-    watcher = threading.Thread(target=monitor, daemon=True)
-    watcher.start()
+    # MONITOR streams every command any client sends to this Redis server.
+    traffic = tmp_path / "redis-monitor.log"
+    where = client.connection_pool.connection_kwargs
+    with traffic.open("wb") as sink:
+        monitor = subprocess.Popen(
+            ["redis-cli", "-h", str(where["host"]), "-p", str(where["port"]), "MONITOR"],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     fleet(**llm_settings(stub))
     with lane_for(pg, redis_url) as lane:
         convo = transcript("c1", "u1", 5)
@@ -274,12 +267,12 @@ def test_redis_and_flower_never_see_transcript_text(pg, redis_url, fleet, stub) 
         wait_for_jobs(pg, job_ids)
         lane.assemble("u1", f"what is {canary}?", budget_tokens=500)
         lane.flush()
-    stop.set()
-    client.ping()  # wakes the monitor so it can stop
-    watcher.join(timeout=5)
-    assert seen, "the monitor saw no Redis traffic at all"
-    assert any("memlane.extract" in c for c in seen)
-    assert not [c for c in seen if canary in c]
+    time.sleep(0.5)
+    monitor.terminate()
+    monitor.wait(timeout=10)
+    seen = traffic.read_text(errors="replace")
+    assert "memlane.extract" in seen and "memlane.store" in seen, seen[:2000]
+    assert canary not in seen
     for key in client.scan_iter():
         assert canary.encode() not in key
         kind = client.type(key)

@@ -237,8 +237,8 @@ def _statuses(stub: LLMStub, n: int) -> list[int]:
     import httpx
 
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-    url = stub.base_url + "/chat/completions"
-    return [httpx.post(url, json=body, timeout=5).status_code for _ in range(n)]
+    with httpx.Client(base_url=stub.base_url, timeout=5) as client:
+        return [client.post("/chat/completions", json=body).status_code for _ in range(n)]
 
 
 def test_drill_mode_fails_at_the_given_rate_reproducibly_by_seed() -> None:

@@ -5,6 +5,7 @@ Every expected value here is worked out by hand in the test's comment or table.
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -138,9 +139,6 @@ class FakeStore:
         self.apply(result, now=now)
         return result
 
-    def active(self) -> list[MemoryRecord]:
-        return [m for m in self.memories.values() if m.status == "active"]
-
 
 # --------------------------------------------------------------------------- jaccard
 
@@ -158,17 +156,21 @@ class FakeStore:
     ],
 )
 def test_jaccard(a: set[str], b: set[str], expected: float) -> None:
-    assert jaccard(frozenset(a), frozenset(b)) == pytest.approx(expected, abs=0)
-    assert jaccard(frozenset(b), frozenset(a)) == pytest.approx(expected, abs=0)
+    # Exact: p / q rounds to the same double as the literal with that value.
+    assert jaccard(frozenset(a), frozenset(b)) == expected
+    assert jaccard(frozenset(b), frozenset(a)) == expected
 
 
 def _words(*names: object) -> frozenset[str]:
     return frozenset(f"w{name}" for name in names)
 
 
-# 2,999 shared of 5,000 in all: Jaccard 0.5998, just under 0.60.
+# 2,999 shared (1001..3999) of 5,000 in all (0..4999): just under 0.60.
 _JUST_UNDER = (_words(*range(4000)), _words(*range(1001, 5000)))
-assert len(_JUST_UNDER[0] & _JUST_UNDER[1]) == 2999 and len(_JUST_UNDER[0] | _JUST_UNDER[1]) == 5000
+
+
+def test_the_just_under_pair_is_just_under() -> None:
+    assert jaccard(*_JUST_UNDER) == 0.5998
 
 
 @pytest.mark.parametrize(
@@ -497,15 +499,21 @@ def test_one_new_statement_supersedes_every_memory_it_contradicts() -> None:
     assert result.supersedes == (PlannedSupersede("mem_1", 0), PlannedSupersede("mem_2", 0))
 
 
-def test_the_newest_of_several_contradictions_supersedes() -> None:
+@pytest.mark.parametrize(("hates_seq", "dislikes_seq", "newest"), [(8, 3, 0), (3, 8, 1)])
+def test_the_newest_of_several_contradictions_supersedes(
+    hates_seq: int, dislikes_seq: int, newest: int
+) -> None:
     # "dislikes" and "hates" agree with each other; both contradict the known memory.
     result = plan(
-        [sighting("User hates Java", seq=8), sighting("User dislikes Java", seq=3)],
+        [
+            sighting("User hates Java", seq=hates_seq),
+            sighting("User dislikes Java", seq=dislikes_seq),
+        ],
         [record("mem_1", "User likes Java")],
         now=NOW,
     )
     assert [i.status for i in result.inserts] == ["active", "active"]
-    assert result.supersedes == (PlannedSupersede("mem_1", 0),)
+    assert result.supersedes == (PlannedSupersede("mem_1", newest),)
 
 
 @pytest.mark.parametrize(
@@ -682,7 +690,7 @@ def known_strategy(draw: st.DrawFn) -> list[MemoryRecord]:
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.lists(sightings_strategy(), max_size=10), known_strategy())
 def test_the_plan_accounts_for_every_sighting_and_is_consistent(
     sightings: list[Sighting], known: list[MemoryRecord]
@@ -690,7 +698,7 @@ def test_the_plan_accounts_for_every_sighting_and_is_consistent(
     result = plan(sightings, known, now=NOW)
     assert accounted(result) == list(range(len(sightings)))
     active_ids = {k.id for k in known if k.status == "active"}
-    touched = [c.memory_id for c in (*result.bumps, *result.rereads)]
+    touched = [b.memory_id for b in result.bumps] + [r.memory_id for r in result.rereads]
     assert len(touched) == len(set(touched)) and set(touched) <= active_ids
     assert all(b.increment >= 1 and b.accessed_at == NOW for b in result.bumps)
     assert all(1 <= i.access_count <= len(i.sighting_indices) for i in result.inserts)
@@ -699,13 +707,15 @@ def test_the_plan_accounts_for_every_sighting_and_is_consistent(
     assert all(result.inserts[s.by_insert].status == "active" for s in result.supersedes)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(sightings_strategy(), max_size=10), known_strategy(), st.randoms())
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(sightings_strategy(), max_size=10), known_strategy(), st.randoms(use_true_random=False)
+)
 def test_the_plan_does_not_depend_on_the_order_of_known_memories(
-    sightings: list[Sighting], known: list[MemoryRecord], random: object
+    sightings: list[Sighting], known: list[MemoryRecord], rng: random.Random
 ) -> None:
     shuffled = list(known)
-    random.shuffle(shuffled)  # type: ignore[attr-defined]
+    rng.shuffle(shuffled)
     assert plan(sightings, shuffled, now=NOW) == plan(sightings, known, now=NOW)
 
 

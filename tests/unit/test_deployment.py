@@ -63,8 +63,10 @@ def test_compose_workers_match_the_procfile(service: str, process: str) -> None:
 
 def test_every_queue_is_consumed_and_every_routed_task_has_a_consumer() -> None:
     consumed = set()
-    for argv in [*procfile().values(), *(s.get("command") or [] for s in compose()["services"]
-                                         .values())]:
+    for argv in [
+        *procfile().values(),
+        *(s.get("command") or [] for s in compose()["services"].values()),
+    ]:
         if isinstance(argv, list) and "-Q" in argv:
             consumed |= set(option(argv, "-Q").split(","))
     assert consumed == {q.value for q in Queue}

@@ -1,0 +1,190 @@
+"""The HTTP API's one error shape, `{"error": {"code": "<stable code>", "message": "..."}}`:
+the exception handlers that produce it and the middleware that refuses oversized bodies.
+
+Codes: invalid_transcript / validation_error (422), message_too_large and body_too_large
+(413), unauthorized (401), not_found (404), budget_exceeded (422, with budget and
+required), conflict (409: any other MemlaneError), configuration_error and internal_error
+(500).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Coroutine, Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pipeline.errors import (
+    BudgetError,
+    ConfigurationError,
+    MemlaneError,
+    NotFoundError,
+    TranscriptError,
+)
+
+# What facade errors become over HTTP; any other MemlaneError is a state conflict (409).
+_STATUS_OF: tuple[tuple[type[MemlaneError], int, str], ...] = (
+    (TranscriptError, 422, "invalid_transcript"),
+    (NotFoundError, 404, "not_found"),
+    (BudgetError, 422, "budget_exceeded"),
+    (ConfigurationError, 500, "configuration_error"),
+)
+_HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
+# MessageIn's validator words it "content is 123,456 characters; the limit is 100,000".
+_TOO_LONG = re.compile(r"content is [\d,]+ characters; the limit is [\d,]+")
+
+Handler = Callable[[Request, Exception], Coroutine[Any, Any, JSONResponse]]
+
+
+class ErrorBody(BaseModel):
+    code: str = Field(description="stable and machine-readable")
+    message: str
+
+
+class ErrorOut(BaseModel):
+    error: ErrorBody
+
+
+class ApiError(Exception):
+    """An error the API itself raises (not the facade), with its status and code."""
+
+    def __init__(self, status: int, code: str, message: str, **extra: object) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.extra = status, code, message, extra
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive`; FastAPI re-raises HTTPExceptions met while reading a body."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413,
+            f"the request body is over the limit of {limit:,} bytes (MEMLANE_MAX_BODY_BYTES); "
+            "send fewer messages per request",
+        )
+
+
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    **extra: object,
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, **extra}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class BodyLimit:
+    """Refuses a body over `limit()` bytes: at once when Content-Length says so, and while
+    reading when a chunked body grows past the limit."""
+
+    def __init__(self, app: ASGIApp, limit: Callable[[], int]) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit()
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await _too_large(limit)(scope, receive, send)
+            return
+        received, started = 0, False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, watching_send)
+        except BodyTooLarge:  # raised outside a route's handlers (none caught it)
+            if started:
+                raise
+            await _too_large(limit)(scope, receive, send)
+
+
+def _too_large(limit: int) -> JSONResponse:
+    return error_response(413, "body_too_large", str(BodyTooLarge(limit).detail))
+
+
+async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return error_response(exc.status, exc.code, exc.message, headers=headers, **exc.extra)
+
+
+async def on_memlane_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemlaneError)
+    status, code = next(((s, c) for t, s, c in _STATUS_OF if isinstance(exc, t)), (409, "conflict"))
+    if isinstance(exc, BudgetError):
+        return error_response(status, code, str(exc), budget=exc.budget, required=exc.required)
+    return error_response(status, code, str(exc))
+
+
+async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = "body_too_large" if isinstance(exc, BodyTooLarge) else None
+    code = code or _HTTP_CODES.get(exc.status_code, "http_error")
+    return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
+
+
+def validation_handler(transcript_paths: Collection[str]) -> Handler:
+    """422 naming each field at fault (paths like `messages.2.role`). On a transcript
+    route the code is invalid_transcript, and one message over MAX_MESSAGE_CHARS is
+    413 message_too_large with its index."""
+
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        on_transcript = request.url.path in transcript_paths
+        details = []
+        for error in exc.errors():
+            loc = [str(part) for part in error["loc"]]
+            field = ".".join(loc[1:] if loc[:1] == ["body"] and len(loc) > 1 else loc)
+            message = str(error["msg"]).removeprefix("Value error, ")
+            if on_transcript and loc[1:2] == ["messages"] and _TOO_LONG.search(message):
+                index = int(loc[2])
+                text = f"message {index} is too long: {field}: {message}"
+                return error_response(413, "message_too_large", text, index=index)
+            details.append({"field": field, "message": message})
+        shown = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
+        more = f" (and {len(details) - 5} more)" if len(details) > 5 else ""
+        code = "invalid_transcript" if on_transcript else "validation_error"
+        return error_response(422, code, f"invalid request: {shown}{more}", details=details[:50])
+
+    return on_validation_error
+
+
+async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
+    # Starlette re-raises the error after this response, so the server logs it once.
+    return error_response(500, "internal_error", "internal error; the server log has details")
+
+
+def install(
+    app: FastAPI, *, max_body_bytes: Callable[[], int], transcript_paths: Collection[str]
+) -> None:
+    """Give `app` the error shape and the body size limit."""
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(MemlaneError, on_memlane_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(RequestValidationError, validation_handler(transcript_paths))
+    app.add_exception_handler(Exception, on_unexpected)

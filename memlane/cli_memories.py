@@ -1,0 +1,149 @@
+"""`memlane memories …`: list, show, add and curate one user's memories."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated, Literal
+
+import typer
+from rich.table import Table
+
+from memlane.cli_common import lane_session, stdout
+from models.schemas import Category, Tier
+
+if TYPE_CHECKING:
+    from models.schemas import MemoryPublic
+
+StatusFilter = Literal["active", "superseded", "quarantined", "deleted", "all"]
+
+app = typer.Typer(help="List, show, add and curate a user's memories.", no_args_is_help=True)
+
+User = Annotated[str, typer.Option("--user", help="The memory's owner.", show_default=False)]
+MemoryId = Annotated[str, typer.Argument(help="A memory id (mem_…).", show_default=False)]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def memories_table(rows: list[MemoryPublic], *, title: str | None = None) -> Table:
+    table = Table(title=title, show_lines=False)
+    for name, justify in (
+        ("id", "left"),
+        ("tier", "left"),
+        ("category", "left"),
+        ("imp.", "right"),
+        ("conf.", "right"),
+        ("seen", "right"),
+        ("content", "left"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for m in rows:
+        flags = " [sensitive]" if m.sensitive else ""
+        table.add_row(
+            m.id,
+            m.tier,
+            m.category,
+            f"{m.importance:.2f}",
+            f"{m.confidence:.2f}",
+            str(m.access_count),
+            m.content + flags,
+        )
+    return table
+
+
+def _echo_memory(memory: MemoryPublic, as_json: bool) -> None:
+    if as_json:
+        typer.echo(memory.model_dump_json(indent=2))
+        return
+    table = Table(show_header=False, box=None)
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, value in memory.model_dump(mode="json").items():
+        table.add_row(key, "" if value is None else str(value))
+    stdout.print(table)
+
+
+@app.command("list")
+def list_memories(
+    user: User,
+    status: Annotated[StatusFilter, typer.Option(help="Which memories; all = any status.")] = (
+        "active"
+    ),
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    as_json: AsJson = False,
+) -> None:
+    """The user's memories, most important first."""
+    with lane_session() as lane:
+        rows = lane.list_memories(
+            user, status=None if status == "all" else status, limit=limit, offset=offset
+        )
+    if as_json:
+        typer.echo(json.dumps([m.model_dump(mode="json") for m in rows], indent=2))
+    else:
+        stdout.print(memories_table(rows, title=f"{user}: {len(rows)} {status} memories"))
+
+
+@app.command()
+def show(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
+    """One memory, every field."""
+    with lane_session() as lane:
+        _echo_memory(lane.get_memory(user, memory_id), as_json)
+
+
+@app.command()
+def add(
+    user: User,
+    content: Annotated[str, typer.Option(help="One sentence.", show_default=False)],
+    category: Annotated[Category, typer.Option()] = "fact",
+    importance: Annotated[float, typer.Option(help="0..1; ≥0.9 critical, <0.5 minor.")] = 0.7,
+    confidence: Annotated[float, typer.Option(help="0..1; 1.0 said by the user.")] = 1.0,
+    tier: Annotated[Tier, typer.Option()] = "candidate",
+    sensitive: Annotated[
+        bool, typer.Option("--sensitive", help="Never put it in a context.")
+    ] = False,
+) -> None:
+    """Add a memory by hand; prints its id."""
+    with lane_session() as lane:
+        memory = lane.add_memory(
+            user,
+            {
+                "content": content,
+                "category": category,
+                "importance": importance,
+                "confidence": confidence,
+                "tier": tier,
+                "sensitive": sensitive,
+            },
+        )
+    typer.echo(memory.id)
+
+
+def _report(memory: MemoryPublic) -> None:
+    typer.echo(f"{memory.id}: tier {memory.tier}, status {memory.status}")
+
+
+@app.command()
+def pin(user: User, memory_id: MemoryId) -> None:
+    """Pin: always in the context, never dropped."""
+    with lane_session() as lane:
+        _report(lane.pin(user, memory_id))
+
+
+@app.command()
+def verify(user: User, memory_id: MemoryId) -> None:
+    """Verify: dropped only as a last resort."""
+    with lane_session() as lane:
+        _report(lane.verify(user, memory_id))
+
+
+@app.command()
+def quarantine(user: User, memory_id: MemoryId) -> None:
+    """Quarantine: kept, but never put in a context."""
+    with lane_session() as lane:
+        _report(lane.quarantine(user, memory_id))
+
+
+@app.command()
+def forget(user: User, memory_id: MemoryId) -> None:
+    """Forget: marked deleted, never in a context again."""
+    with lane_session() as lane:
+        _report(lane.forget(user, memory_id))

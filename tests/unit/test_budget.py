@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import pytest
+
+from pipeline.budget import derive_budget, validate_budget
+from pipeline.errors import BudgetError
+
+
+def test_the_article_example() -> None:
+    # 128,000 − 2,000 − 1,000 − 4,000 = 121,000; × 0.9 = 108,900
+    budget = derive_budget(
+        context_window=128_000,
+        system_prompt_tokens=2_000,
+        user_message_tokens=1_000,
+        output_headroom=4_000,
+        safety_margin=0.10,
+    )
+    assert budget == 108_900
+
+
+def test_the_margin_defaults_to_ten_percent() -> None:
+    assert (
+        derive_budget(
+            context_window=8_000,
+            system_prompt_tokens=500,
+            user_message_tokens=300,
+            output_headroom=1_000,
+        )
+        == 5_580
+    )  # 6,200 × 0.9
+
+
+@pytest.mark.parametrize(
+    ("window", "margin", "expected"),
+    [
+        (90, 0.3, 63),  # 90 × (1 − 0.3) is 62.999… in binary floats
+        (1_000, 0.0, 1_000),
+        (1_001, 0.1, 900),  # 900.9 rounds down: never over
+        (3, 0.5, 1),
+    ],
+)
+def test_margin_is_exact_and_rounds_down(window: int, margin: float, expected: int) -> None:
+    budget = derive_budget(
+        context_window=window,
+        system_prompt_tokens=0,
+        user_message_tokens=0,
+        output_headroom=0,
+        safety_margin=margin,
+    )
+    assert budget == expected
+
+
+def test_no_room_left_is_a_budget_error_saying_how_much_is_missing() -> None:
+    with pytest.raises(BudgetError, match="leave 0") as caught:
+        derive_budget(
+            context_window=6_000,
+            system_prompt_tokens=2_000,
+            user_message_tokens=1_000,
+            output_headroom=4_000,
+        )
+    # a one-token budget needs 7,000 reserved + 2 (2 × 0.9 ≥ 1): 7,002 − 6,000
+    assert caught.value.over_by == 1_002
+    assert caught.value.budget == 6_000
+
+
+def test_one_token_left_before_the_margin_is_still_no_room() -> None:
+    with pytest.raises(BudgetError) as caught:
+        derive_budget(
+            context_window=7_001,
+            system_prompt_tokens=2_000,
+            user_message_tokens=1_000,
+            output_headroom=4_000,
+        )
+    assert caught.value.over_by == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"context_window": 0}, "context_window must be positive"),
+        ({"context_window": -5}, "context_window must be positive"),
+        ({"system_prompt_tokens": -1}, "system_prompt_tokens must not be negative"),
+        ({"output_headroom": -1}, "output_headroom must not be negative"),
+        ({"safety_margin": 1.0}, r"safety_margin must be in \[0, 1\)"),
+        ({"safety_margin": -0.1}, r"safety_margin must be in \[0, 1\)"),
+    ],
+)
+def test_invalid_arguments(kwargs: dict[str, float], message: str) -> None:
+    arguments: dict[str, float] = {
+        "context_window": 10_000,
+        "system_prompt_tokens": 0,
+        "user_message_tokens": 0,
+        "output_headroom": 0,
+        "safety_margin": 0.1,
+    }
+    arguments.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        derive_budget(**arguments)  # type: ignore[arg-type]
+
+
+def test_validate_budget() -> None:
+    assert validate_budget(1) == 1
+    assert validate_budget(108_900) == 108_900
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="must be positive"):
+            validate_budget(bad)
+    for wrong_type in (True, 1.5, "100"):
+        with pytest.raises(ValueError, match="whole number"):
+            validate_budget(wrong_type)  # type: ignore[arg-type]
