@@ -3,6 +3,7 @@
 # (started or installed where possible), then ruff, mypy and pytest.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k dedup).
 set -euo pipefail
+export LITELLM_LOCAL_MODEL_COST_MAP=True
 cd "$(dirname "$0")/.."
 start=$(date +%s)
 scripts/bootstrap.sh

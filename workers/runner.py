@@ -15,15 +15,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from pipeline.offline_extractor import extract_offline
-
 from config.settings import Settings
 from models.db import unit_of_work
 from models.schemas import Extraction, ExtractionWindow
 from models.store import context_items, conversations, jobs, memories
-from pipeline import dedup
+from pipeline import dedup, tiers
 from pipeline.backoff import compute_backoff
 from pipeline.errors import ExtractionError, MemlaneError
+from pipeline.offline_extractor import extract_offline
 from workers.embedders import get_embedder
 from workers.errors import PermanentLLMError, TransientLLMError
 
@@ -181,6 +180,14 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 vectors=vectors,
                 embedding_model=embedder.name,
                 now=now,
+            )
+            memories.promote_to_verified(
+                session,
+                user_id,
+                tiers.promotions(
+                    [(b.memory_id, b.increment, b.importance, b.confidence) for b in plan.bumps],
+                    {m.id: m for m in known},
+                ),
             )
             context_items.save_episode(
                 session,

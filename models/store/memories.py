@@ -303,3 +303,17 @@ def apply_plan(
             .values(status="superseded", superseded_by=inserted[supersede.by_insert])
         )
     return inserted
+
+
+def promote_to_verified(session: Session, user_id: str, memory_ids: Sequence[str]) -> None:
+    """Candidates that earned the verified tier (rule in pipeline.tiers)."""
+    if memory_ids:
+        session.execute(
+            update(MemoryRow)
+            .where(
+                MemoryRow.id.in_(list(memory_ids)),
+                MemoryRow.user_id == user_id,
+                MemoryRow.tier == "candidate",
+            )
+            .values(tier="verified")
+        )
