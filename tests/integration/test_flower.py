@@ -1,0 +1,96 @@
+"""Flower sees the fleet: a real Flower process against the test Redis and a real worker."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from config.settings import load_settings
+from memlane.facade import Memlane
+from tests.integration.fleet import ROOT, WorkerProcess, fleet_env, wait_for_jobs
+from tests.integration.test_fleet import transcript
+
+pytestmark = pytest.mark.timeout(180)
+AUTH = ("ops", "s3cret")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(url: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"{url} did not answer in {timeout}s")
+
+
+def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_path: Path) -> None:
+    worker = WorkerProcess(fleet_env(pg, redis_url), name="flowerseen", log_dir=tmp_path)
+    port = free_port()
+    log = (tmp_path / "flower.log").open("wb")
+    flower = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "workers.app",
+            "flower",
+            f"--port={port}",
+            "--address=127.0.0.1",
+            f"--basic-auth={AUTH[0]}:{AUTH[1]}",
+        ],
+        cwd=ROOT,
+        env={**os.environ, **fleet_env(pg, redis_url)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        worker.wait_ready()
+        wait_until_up(f"{base}/healthcheck")  # Flower must be listening to see the events
+        with Memlane(load_settings(database_url=pg, broker_url=redis_url)) as lane:
+            convo = transcript("c1", "u1", 5)
+            convo["messages"][0]["content"] = "I prefer TypeScript over JavaScript."
+            job_ids = lane.enqueue(convo).job_ids
+        wait_for_jobs(pg, job_ids)
+        deadline = time.monotonic() + 60
+        workers: dict = {}
+        tasks: dict = {}
+        while time.monotonic() < deadline:
+            try:
+                assert httpx.get(f"{base}/api/workers", timeout=5).status_code == 401
+                workers = httpx.get(f"{base}/api/workers?refresh=1", auth=AUTH, timeout=10).json()
+                tasks = httpx.get(f"{base}/api/tasks", auth=AUTH, timeout=10).json()
+            except httpx.TransportError:
+                pass
+            if any("flowerseen" in name for name in workers) and tasks:
+                break
+            time.sleep(0.5)
+        assert any("flowerseen" in name for name in workers), workers
+        names = {task["name"] for task in tasks.values()}
+        assert {"memlane.extract", "memlane.store"} <= names
+        # Task arguments are ids: Flower shows no user content.
+        assert all("TypeScript" not in str(task.get("args")) for task in tasks.values())
+        metrics = httpx.get(f"{base}/metrics", auth=AUTH, timeout=10)
+        assert metrics.status_code == 200 and "flower_events_total" in metrics.text
+    finally:
+        flower.terminate()
+        flower.wait(timeout=20)
+        worker.stop()
