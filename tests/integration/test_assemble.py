@@ -1,0 +1,93 @@
+"""The assembler through the facade, on both backends: safety filters, determinism,
+packs and access records."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta
+
+import pytest
+
+from config.settings import load_settings
+from memlane.facade import Memlane
+from pipeline.errors import BudgetError
+from pipeline.tokens import count_tokens, encoding_for_model
+
+
+@pytest.fixture
+def lane(db_url: str):
+    with Memlane(load_settings(database_url=db_url)) as running:
+        yield running
+
+
+def seed(lane: Memlane, now: datetime) -> dict[str, str]:
+    ids = {}
+    for key, user, content, extra in [
+        ("ts", "maya", "User prefers TypeScript for frontend work", {}),
+        ("lisbon", "maya", "User lives in Lisbon", {}),
+        ("other", "daniel", "User prefers TypeScript too, says Daniel", {}),
+        ("expired", "maya", "User is on holiday in Crete", {"expires_at": now - timedelta(1)}),
+        ("sensitive", "maya", "User's bank PIN is 4321", {"sensitive": True}),
+        ("quarantined", "maya", "User prefers TypeScript quarantined", {}),
+        ("forgotten", "maya", "User prefers TypeScript forgotten", {}),
+        ("old", "maya", "User likes Java for backend services", {}),
+    ]:
+        ids[key] = lane.add_memory(user, {"content": content, "category": "preference", **extra}).id
+    lane.quarantine("maya", ids["quarantined"])
+    lane.forget("maya", ids["forgotten"])
+    lane.update_memory("maya", ids["old"], status="superseded")
+    return ids
+
+
+def test_only_the_users_visible_memories_reach_the_context(lane: Memlane, now: datetime) -> None:
+    ids = seed(lane, now)
+    result = lane.assemble(
+        "maya", "which language does the user prefer?", budget_tokens=2000, now=now
+    )
+    root = ET.fromstring(result.text)
+    included = {m.get("id") for m in root.iter("memory")}
+    assert included == {ids["ts"], ids["lisbon"]}
+    for hidden in ("other", "expired", "sensitive", "quarantined", "forgotten", "old"):
+        assert ids[hidden] not in result.text
+    assert "Daniel" not in result.text and "4321" not in result.text
+    asked = lane.assemble("maya", "pin", budget_tokens=2000, now=now, include_sensitive=True)
+    assert ids["sensitive"] in asked.text
+
+
+def test_the_same_store_and_now_give_the_same_bytes_within_budget(
+    lane: Memlane, now: datetime
+) -> None:
+    seed(lane, now)
+    for n in range(40):
+        lane.add_memory(
+            "maya",
+            {"content": f"User fact number {n} about project {n * 7}", "importance": (n % 10) / 10},
+        )
+    first = lane.assemble("maya", "project facts", budget_tokens=300, now=now)
+    second = lane.assemble("maya", "project facts", budget_tokens=300, now=now)
+    assert first.text == second.text
+    assert first.pack == second.pack
+    used = count_tokens(first.text, encoding_for_model("gpt-4o-mini"))
+    assert used == first.pack.used_tokens <= 300
+    assert first.pack.dropped_count > 0  # 42 memories do not fit 300 tokens
+
+
+def test_pinned_memories_over_budget_raise_a_budget_error(lane: Memlane, now: datetime) -> None:
+    lane.add_memory("maya", {"content": "User's name is Maya. " * 40, "tier": "pinned"})
+    with pytest.raises(BudgetError) as raised:
+        lane.assemble("maya", budget_tokens=50, now=now)
+    assert raised.value.over_by > 0 and f"{raised.value.over_by:,}" in str(raised.value)
+
+
+def test_the_pack_is_stored_and_accesses_are_recorded_off_the_request_path(
+    lane: Memlane, now: datetime
+) -> None:
+    ids = seed(lane, now)
+    before = lane.get_memory("maya", ids["ts"]).accessed_at
+    later = before + timedelta(hours=3)
+    result = lane.assemble("maya", "typescript", budget_tokens=2000, now=later)
+    lane.flush()
+    stored = lane.pack(result.pack.pack_id)
+    assert stored["pack_id"] == result.pack.pack_id
+    assert {i["id"] for i in stored["items"] if i["included"]} >= {ids["ts"]}
+    assert lane.get_memory("maya", ids["ts"]).accessed_at == later
