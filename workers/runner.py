@@ -140,6 +140,12 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         extraction = Extraction.model_validate(job.extraction or {})
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
+        stated_at = {
+            m.seq: m.created_at
+            for m in conversations.messages_between(
+                session, conversation_id, job.window_start_seq, window_end
+            )
+        }
 
     try:
         sightings = [
@@ -180,6 +186,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 vectors=vectors,
                 embedding_model=embedder.name,
                 now=now,
+                stated_at=stated_at,
             )
             memories.promote_to_verified(
                 session,

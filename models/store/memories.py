@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -247,9 +247,13 @@ def apply_plan(
     vectors: Sequence[Sequence[float]],
     embedding_model: str,
     now: datetime,
+    stated_at: Mapping[int, datetime] | None = None,
 ) -> list[str]:
     """Apply a dedup plan under the user's lock (`user_lock`). `vectors[i]` embeds
-    sighting i. Returns the ids of inserted memories, in plan order."""
+    sighting i; `stated_at` maps a message seq of the conversation to when it was said,
+    so a memory is dated by the message that stated it (never later than `now`).
+    Returns the ids of inserted memories, in plan order."""
+    said = stated_at or {}
     inserted: list[str] = []
     for planned in plan.inserts:
         memory_id = memory_id_for(job_id, planned.sighting_index)
@@ -269,8 +273,8 @@ def apply_plan(
             embedding_model=embedding_model if vector is not None else None,
             embedding_dim=len(vector) if vector is not None else None,
             access_count=planned.access_count,
-            created_at=now,
-            accessed_at=now,
+            created_at=min(now, said.get(planned.evidence_from_seq, now)),
+            accessed_at=min(now, said.get(planned.evidence_to_seq, now)),
             source_conversation_id=planned.conversation_id,
             source_job_id=job_id,
             source_from_seq=planned.evidence_from_seq,
