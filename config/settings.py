@@ -58,7 +58,9 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_timeout_s: float = Field(30.0, gt=0)
     llm_max_retries: int = Field(5, ge=0, le=20)
-    embedding_model: str = Field("hashing", min_length=1)
+    embedding_model: str = Field(
+        "hashing", min_length=1, description="hashing | minilm | a litellm embedding model"
+    )
     embedding_dim: int = Field(256, ge=8, le=4096)
     token_model: str = Field("gpt-4o-mini", description="model whose tokenizer counts budgets")
 
@@ -77,7 +79,12 @@ class Settings(BaseSettings):
     # --- scoring
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
     half_life_hours: float = Field(168.0, gt=0)
-    hybrid_lexical_weight: float = Field(0.3, ge=0.0, le=1.0)
+    hybrid_lexical_weight: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="w in relevance = (1 − w)·cosine + w·lexical (pipeline.scoring); 0 = off",
+    )
 
     # --- assembly
     default_budget_tokens: int = Field(4000, ge=1)
@@ -89,6 +96,7 @@ class Settings(BaseSettings):
     memory_share: float = Field(0.50, gt=0.0, le=1.0)
     vector_top_k: int = Field(200, ge=1)
     strategy_top_k: int = Field(200, ge=1)
+    lexical_top_k: int = Field(50, ge=1, description="memories fetched by their words alone")
 
     # --- front doors
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)

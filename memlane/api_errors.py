@@ -140,8 +140,14 @@ async def on_memlane_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(status, code, str(exc))
 
 
-async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
+async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 400 and request.url.path.endswith("/transcripts"):
+        # FastAPI answers 400 when the body is not even decodable text (invalid UTF-8):
+        # for a transcript that is bad input like any other, rejected whole.
+        return error_response(
+            422, "invalid_transcript", "invalid transcript: the body is not valid UTF-8 JSON"
+        )
     code = "body_too_large" if isinstance(exc, BodyTooLarge) else None
     code = code or _HTTP_CODES.get(exc.status_code, "http_error")
     return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)

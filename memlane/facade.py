@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,22 +37,51 @@ from models.schemas import (
     TranscriptIn,
 )
 from models.store import assembly_reads, context_items, conversations, jobs, memories
+from models.store import reembed as reembed_store
 from pipeline.assembly import assemble_context
 from pipeline.assembly_types import AssembledContext, AssemblyInput
 from pipeline.budget import derive_budget, validate_budget
 from pipeline.cadence import due_windows
 from pipeline.errors import ConfigurationError, TranscriptError
 from pipeline.keywords import keywords
-from pipeline.scoring import STRATEGIES, Strategy, Weights
+from pipeline.lexical import normalise_by_max
+from pipeline.scoring import STRATEGIES, Strategy, Weights, hybrid_relevance
 from pipeline.tokens import encoding_for_model
 from workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
-from workers.embedders import Embedder, embed_query, get_embedder
+from workers.embedders import Embedder, embed_query, embedder_for, get_embedder
 
 assembly_log = logging.getLogger(ASSEMBLY_LOGGER)
+log = logging.getLogger("memlane.facade")
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedRun:
+    """What `Memlane.reembed` started: the target (stored name and dimension) and its users."""
+
+    model: str
+    dim: int
+    user_ids: tuple[str, ...]
+
+
+def blend_relevance(
+    candidates: assembly_reads.AssemblyCandidates, lexical_weight: float
+) -> dict[str, float]:
+    """Each candidate's relevance: `hybrid_relevance` of its cosine (0 without one) and its
+    lexical score normalised by the best of the candidates (no lexical signal at all when
+    none matched the query's words)."""
+    lexical = normalise_by_max(candidates.lexical)
+    if not lexical:
+        return dict(candidates.relevance)
+    return {
+        m.id: hybrid_relevance(
+            candidates.relevance.get(m.id, 0.0), lexical.get(m.id, 0.0), lexical_weight
+        )
+        for m in candidates.memories
+    }
 
 
 def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> TranscriptIn:
@@ -79,6 +109,7 @@ class Memlane:
         self.url = settings.resolved_database_url
         self._dispatcher = dispatcher
         self._embedder: Embedder | None = None
+        self._stored_embedders: dict[tuple[str, int], Embedder] = {}
         self._packs: PackWriter | None = None
         self._check_schema()
 
@@ -225,6 +256,11 @@ class Memlane:
             budget = s.default_budget_tokens
         if query_embedding is None and query:
             query_embedding = embed_query(self.embedder, query)
+        query_vector = (
+            assembly_reads.QueryVector(self.embedder.name, query_embedding)
+            if query_embedding
+            else None
+        )
 
         with unit_of_work(self.url) as session:
             candidates = assembly_reads.assembly_candidates(
@@ -232,9 +268,13 @@ class Memlane:
                 user_id,
                 now=now,
                 strategy=strategy,
-                query_embedding=query_embedding,
+                query_vector=query_vector,
+                # weight 0 turns the lexical half off, reads included
+                query_text=query if s.hybrid_lexical_weight > 0 else None,
                 top_k=s.vector_top_k,
+                lexical_top_k=s.lexical_top_k,
                 include_sensitive=include_sensitive,
+                embed_for=self._query_in(query) if query else None,
             )
             souls = context_items.soul_blocks(session, user_id)
             episodes = context_items.recent_episodes(session, user_id, limit=10)
@@ -252,7 +292,7 @@ class Memlane:
                 encoding=encoding_for_model(model or s.token_model),
                 retrieval_mode=candidates.retrieval_mode,
                 memories=candidates.memories,
-                relevance=candidates.relevance,
+                relevance=blend_relevance(candidates, s.hybrid_lexical_weight),
                 weights=weights,
                 half_life_hours=s.half_life_hours,
                 soul_blocks=souls,
@@ -264,12 +304,33 @@ class Memlane:
             )
         )
         body = result.pack.model_dump(mode="json")
-        assembly_log.info(json.dumps(body, sort_keys=True, separators=(",", ":")))
+        # Serialising a pack of hundreds of items costs more than the ranking; do it only
+        # when the line will be written.
+        if assembly_log.isEnabledFor(logging.INFO):
+            assembly_log.info(json.dumps(body, sort_keys=True, separators=(",", ":")))
         # Off the request path: the pack is written by a background thread and
         # accessed_at moves in a worker; neither is waited for.
         self._pack_writer().submit(result.pack.pack_id, user_id, now, body)
         self.dispatcher.record_access(result.included_memory_ids, now)
         return result
+
+    def _query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
+        """The query embedded by another embedder, named as its vectors are stored: for
+        memories a `memlane reembed` has not moved yet. None (cosine left out, the
+        lexical signal still counts) when that embedder cannot be built or called."""
+
+        def embed(model: str, dim: int) -> list[float] | None:
+            try:
+                embedder = self._stored_embedders.get((model, dim))
+                if embedder is None:
+                    embedder = embedder_for(model, self.settings, dim=dim)
+                    self._stored_embedders[(model, dim)] = embedder
+                return embed_query(embedder, query)
+            except Exception as exc:  # a migration must not break assembly
+                log.warning("cannot embed the query with %s (%d dims): %s", model, dim, exc)
+                return None
+
+        return embed
 
     def _pack_writer(self) -> PackWriter:
         if self._packs is None:
@@ -390,6 +451,37 @@ class Memlane:
     def procedures(self, user_id: str) -> list[Procedure]:
         with unit_of_work(self.url) as session:
             return context_items.procedures(session, user_id)
+
+    # ------------------------------------------------------------------ re-embedding
+
+    def reembed(self, to: str | None = None, *, dim: int | None = None) -> ReembedRun:
+        """Start moving every user whose memories serve vectors of another embedder to
+        `to` (a MEMLANE_EMBEDDING_MODEL value; default: the configured one): one task per
+        user, on the store queue or the in-process worker. Old vectors keep serving until
+        the user's new ones are all there (models/store/reembed.py)."""
+        target = self.embedder if to is None else embedder_for(to, self.settings, dim=dim)
+        with unit_of_work(self.url) as session:
+            users = reembed_store.users_to_reembed(session, model=target.name, dim=target.dim)
+        self.dispatcher.reembed(users, target.name, target.dim)
+        return ReembedRun(model=target.name, dim=target.dim, user_ids=tuple(users))
+
+    def reembed_done(self, run: ReembedRun, *, wait_s: float = 0.0) -> set[str]:
+        """The users of `run` whose memories all serve its model now. With the in-process
+        worker, first lets it work for up to `wait_s` seconds."""
+        if wait_s > 0:
+            if isinstance(self._dispatcher, InProcessDispatcher):
+                self._dispatcher.drain(timeout=wait_s)
+            else:
+                time.sleep(wait_s)
+        with unit_of_work(self.url) as session:
+            return reembed_store.users_done(session, run.user_ids, model=run.model, dim=run.dim)
+
+    def background_busy(self) -> bool:
+        """False when this process's in-process worker has nothing left to run (so waiting
+        longer changes nothing); True with a broker, whose workers cannot be seen here."""
+        if isinstance(self._dispatcher, InProcessDispatcher):
+            return self._dispatcher.pending > 0
+        return True
 
     # ------------------------------------------------------------------ jobs, packs
 

@@ -179,6 +179,12 @@ class MemoryRow(Base):
     embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # A re-embedding in progress writes here; see models/store/reembed.py.
+    embedding_next: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
+    embedding_next_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    embedding_next_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # PostgreSQL also has `content_tsv` (a generated tsvector, migration 0002); it is not
+    # mapped here because SQLite has no such column. models/store/assembly_reads.py uses it.
     access_count: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
     accessed_at: Mapped[datetime] = mapped_column(UTC_DT)

@@ -85,6 +85,22 @@ def unit_interval(value: float) -> float:
     return max(0.0, min(1.0, value))
 
 
+def hybrid_relevance(cosine: float, lexical: float | None, weight: float) -> float:
+    """relevance = (1 − w) · cosine + w · lexical, with w = `weight` (settings
+    `hybrid_lexical_weight`, default 0.3) and lexical already normalised to [0, 1]
+    (`pipeline.lexical.normalise_by_max`: the query's best lexical match among the
+    candidates is 1). `lexical` None means the query has no lexical signal at all (no
+    candidate shares a word with it): relevance is then the cosine alone, so a query
+    that matches nothing word for word keeps relevance's full 40% share instead of
+    70% of it. The blend replaces relevance inside the composite; the composite's
+    weights do not change. Inputs are clipped to [0, 1] (NaN → 0), and so is w."""
+    cosine = unit_interval(cosine)
+    if lexical is None:
+        return cosine
+    w = unit_interval(weight)
+    return (1.0 - w) * cosine + w * unit_interval(lexical)
+
+
 def effective_importance(importance: float, confidence: float) -> float:
     """importance × (0.5 + 0.5 × confidence): see the module docstring."""
     return importance * (0.5 + 0.5 * confidence)

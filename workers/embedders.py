@@ -1,8 +1,15 @@
 """Embedders: text → vectors of a fixed dimension, chosen by MEMLANE_EMBEDDING_MODEL.
 
 - "hashing" (default): `pipeline.hashing_embedder`, offline, deterministic, no model files.
-- "minilm": all-MiniLM-L6-v2 run locally; not installed yet (see `get_embedder`).
+  Lexical: texts that share (stemmed) words are close; it knows no synonyms.
+- "minilm": all-MiniLM-L6-v2 (384 dims) on onnxruntime, local (`workers.minilm`; the
+  optional extra `memlane[minilm]`). Semantic: "car" is close to "automobile".
 - anything else: a litellm embedding model string, called in batches.
+
+Each vector is stored with its embedder's `name` ("hashing-256", "minilm-l6-v2-int8", the
+litellm model) and dimension; `embedder_for` rebuilds an embedder from either a setting's
+value or a stored name, which is how the assembler embeds a query for memories that a
+`memlane reembed` has not moved yet.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from config.settings import Settings
 from pipeline.errors import ConfigurationError
 from pipeline.hashing_embedder import hashing_embed
 from workers.llm import load_litellm, translate_litellm_error
+from workers.minilm import MINILM_DIM, MINILM_NAME, MiniLMEmbedder
 
 
 class Embedder(Protocol):
@@ -111,24 +119,41 @@ def _field(item: Any, name: str) -> Any:
 
 
 def get_embedder(settings: Settings) -> Embedder:
-    """The embedder MEMLANE_EMBEDDING_MODEL names (vectors MEMLANE_EMBEDDING_DIM long)."""
-    model = settings.embedding_model
+    """The embedder MEMLANE_EMBEDDING_MODEL names (vectors MEMLANE_EMBEDDING_DIM long; for
+    minilm the dimension is the model's, 384, and a different explicit one is an error)."""
+    explicit_dim = "embedding_dim" in settings.model_fields_set
+    return embedder_for(
+        settings.embedding_model,
+        settings,
+        dim=settings.embedding_dim if explicit_dim else None,
+    )
+
+
+def embedder_for(model: str, settings: Settings, *, dim: int | None = None) -> Embedder:
+    """The embedder for a setting's value ("hashing", "minilm", a litellm model) or for a
+    stored embedder name ("hashing-256", "minilm-l6-v2-int8"). `dim` None: the model's own
+    dimension (hashing, minilm) or MEMLANE_EMBEDDING_DIM (litellm)."""
     if model == "hashing":
-        return HashingEmbedder(settings.embedding_dim)
-    if model == "minilm":
-        # Hook for the local all-MiniLM-L6-v2 embedder (384 dims, onnxruntime); until it
-        # lands, say so instead of falling back to another model silently.
-        raise ConfigurationError(
-            "MEMLANE_EMBEDDING_MODEL=minilm: the local MiniLM embedder is not installed yet; "
-            "use 'hashing' or a litellm embedding model"
-        )
+        return HashingEmbedder(dim or settings.embedding_dim)
+    if model.startswith("hashing-") and model[len("hashing-") :].isdigit():
+        stored_dim = int(model[len("hashing-") :])
+        if dim is not None and dim != stored_dim:
+            raise ConfigurationError(f"embedder {model} makes {stored_dim}-dimensional vectors")
+        return HashingEmbedder(stored_dim)
+    if model in ("minilm", MINILM_NAME):
+        if dim is not None and dim != MINILM_DIM:
+            raise ConfigurationError(
+                f"MEMLANE_EMBEDDING_MODEL=minilm makes {MINILM_DIM}-dimensional vectors; "
+                f"MEMLANE_EMBEDDING_DIM is {dim} (unset it or set it to {MINILM_DIM})"
+            )
+        return MiniLMEmbedder()
     api_key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else None
     return LiteLLMEmbedder(
         model,
         api_base=settings.llm_api_base,
         api_key=api_key,
         timeout_s=settings.llm_timeout_s,
-        dim=settings.embedding_dim,
+        dim=dim or settings.embedding_dim,
     )
 
 

@@ -9,8 +9,9 @@ from celery import Task
 from sqlalchemy.exc import OperationalError
 
 from config.settings import get_settings
-from workers import runner, sweeper
+from workers import reembed, runner, sweeper
 from workers.app import app
+from workers.errors import TransientLLMError
 
 # Only a lost database connection is retried by Celery itself; model errors are handled
 # (and recorded on the job row) by the stage runner.
@@ -53,3 +54,16 @@ def sweep() -> dict[str, int]:
     for job_id in result.store:
         store.apply_async((job_id,))
     return {"extract": len(result.extract), "store": len(result.store), "tails": result.tails}
+
+
+@app.task(name="memlane.reembed_user", bind=True, **_DB_RETRY)
+def reembed_user(self: Task, user_id: str, model: str, dim: int) -> dict[str, Any]:
+    """Move one user's vectors to (model, dim); progress is read from the database."""
+    settings = get_settings()
+    try:
+        outcome = reembed.run_reembed_user(user_id, model, dim, settings)
+    except TransientLLMError as exc:  # the embedding API; what was done so far is kept
+        raise self.retry(
+            countdown=exc.retry_after or 10, max_retries=settings.llm_max_retries
+        ) from exc
+    return {"user_id": user_id, "embedded": outcome.embedded, "swapped": outcome.swapped}

@@ -1,25 +1,60 @@
 """The assembler's reads: the few index-backed queries behind one context.
 
-One round trip on PostgreSQL: pinned and verified items, the vector top-k against the
-query (exact per-user scan through `ix_memories_user_status`; pgvector computes the
-cosine), and the best by the chosen strategy, as one UNION ALL. Embeddings never leave
-the database on this path.
+One round trip on PostgreSQL: the UNION of the ids of pinned and verified items; the
+best by the chosen strategy; the vector top-k against the query (exact per-user scan
+through `ix_memories_user_status`, pgvector computes the cosine); and the lexical top-k
+(the GIN index on `content_tsv`, ranked by ts_rank_cd); then those rows, each once, with
+its cosine and its ts_rank_cd, so embeddings never leave the database on this path.
+
+SQLite: the same parts without the vector one (cosines are computed in numpy over the
+user's vectors) and with the lexical top-k taken from the `memory_keywords` index; the
+lexical score is BM25 over the candidates' keywords (`pipeline.lexical.bm25_scores`).
+
+Cosines are only computed between vectors of one embedder: a vector is compared with the
+query vector of its own (model, dim). When candidates carry vectors of a model no query
+vector was given for (a `memlane reembed` in progress), `embed_for` is asked for the
+query's vector in that model and a second vector top-k is read for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import ColumnElement, bindparam, false, literal, or_, select, union_all
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    LargeBinary,
+    and_,
+    bindparam,
+    case,
+    cast,
+    false,
+    func,
+    literal_column,
+    null,
+    or_,
+    select,
+    type_coerce,
+    union,
+)
 from sqlalchemy.orm import Session
 
 from models.schemas import MemoryRecord
-from models.tables import MemoryRow
+from models.tables import MemoryKeyword, MemoryRow
+from pipeline.keywords import keywords
+from pipeline.lexical import bm25_scores
+
+# Enough for any question; a pasted essay as the query must not become a huge tsquery.
+MAX_QUERY_TERMS = 32
+_WORD = re.compile(r"[^\W_]+")
+_STOP = frozenset({"or", "and", "not"})  # websearch_to_tsquery's operators
 
 _COLUMNS = (
     MemoryRow.id,
@@ -35,13 +70,29 @@ _COLUMNS = (
     MemoryRow.access_count,
     MemoryRow.created_at,
     MemoryRow.accessed_at,
+    MemoryRow.embedding_model,
+    MemoryRow.embedding_dim,
 )
+
+# A typed NULL: in a UNION, PostgreSQL would otherwise read an untyped one as text.
+_NULL_FLOAT: Any = cast(null(), Float)
+
+EmbedFor = Callable[[str, int], Sequence[float] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryVector:
+    """The query embedded by one embedder (its stored name, e.g. "hashing-256")."""
+
+    model: str
+    vector: Sequence[float]
 
 
 @dataclass(frozen=True, slots=True)
 class AssemblyCandidates:
     memories: list[MemoryRecord]
-    relevance: dict[str, float]
+    relevance: dict[str, float]  # cosine with the query, for memories that have one
+    lexical: dict[str, float]  # raw ts_rank_cd (PostgreSQL) or BM25 (SQLite), > 0 only
     retrieval_mode: str
 
 
@@ -93,97 +144,223 @@ def _record(row: Any) -> MemoryRecord:
     )
 
 
+def websearch_terms(query: str) -> str | None:
+    """The query's words joined by " or ", for websearch_to_tsquery: any word matches
+    (plainto_tsquery would demand all of them). Only runs of letters and digits are
+    kept, so no user text is read as query syntax; None when no word is left."""
+    words = [w for w in _WORD.findall(query.casefold()) if w not in _STOP]
+    unique = list(dict.fromkeys(words))[:MAX_QUERY_TERMS]
+    return " or ".join(unique) if unique else None
+
+
+def _is(model: str, dim: int) -> ColumnElement[bool]:
+    return and_(MemoryRow.embedding_model == model, MemoryRow.embedding_dim == dim)
+
+
 def assembly_candidates(
     session: Session,
     user_id: str,
     *,
     now: datetime,
     strategy: str,
-    query_embedding: Sequence[float] | None,
+    query_vector: QueryVector | None,
+    query_text: str | None = None,
     top_k: int,
+    lexical_top_k: int | None = None,
     include_sensitive: bool = False,
+    embed_for: EmbedFor | None = None,
 ) -> AssemblyCandidates:
     visible = _visible(user_id, now, include_sensitive)
     postgres = session.get_bind().dialect.name == "postgresql"
-    use_vector = query_embedding is not None and len(query_embedding) > 0
-    dim = len(query_embedding) if query_embedding is not None else 0
+    if query_vector is not None and not query_vector.vector:
+        query_vector = None
+    terms = websearch_terms(query_text) if query_text else None
 
-    if postgres and use_vector:
-        q = bindparam("q", value=list(query_embedding or ()), type_=Vector())
-        similarity: Any = 1 - MemoryRow.embedding.op("<=>", return_type=MemoryRow.importance.type)(
-            q
-        )
-        relevance_col = similarity.label("relevance")
-    else:
-        relevance_col = literal(None).label("relevance")
+    relevance_col: Any = _NULL_FLOAT.label("relevance")
+    lexical_col: Any = _NULL_FLOAT.label("lexical")
+    q: Any = None
+    if postgres and query_vector is not None:
+        q = bindparam("q", value=list(query_vector.vector), type_=Vector())
+        relevance_col = _pg_cosine(query_vector, q).label("relevance")
+    tsq: Any = None
+    content_tsv: Any = literal_column("memories.content_tsv")
+    if postgres and terms is not None:
+        tsq = func.websearch_to_tsquery(literal_column("'english'"), bindparam("tsq", terms))
+        lexical_col = func.ts_rank_cd(content_tsv, tsq).label("lexical")
 
     def part(*conditions: Any) -> Any:
-        return select(*_COLUMNS, relevance_col).where(*visible, *conditions)
+        # Parts select ids only: the cosine and the text rank are computed once per
+        # candidate by the outer select below, not for every row a part scans (the read
+        # of a 10k-memory user went from 186 to 115 ms on a 2-core machine).
+        return select(MemoryRow.id).where(*visible, *conditions)
+
+    def top(select_: Any, *orders: Any, k: int = top_k) -> Any:
+        return select_.order_by(*orders, MemoryRow.id).limit(k).subquery().select()
+
+    lexical_k = lexical_top_k or top_k
 
     parts: list[Any] = [part(MemoryRow.tier.in_(("pinned", "verified")))]
-    for order in _strategy_orders(strategy):
-        parts.append(part().order_by(order, MemoryRow.id).limit(top_k).subquery().select())
-    if postgres and use_vector:
-        parts.append(
-            part(MemoryRow.embedding_dim == dim)
-            .order_by(MemoryRow.embedding.op("<=>")(q), MemoryRow.id)
-            .limit(top_k)
-            .subquery()
-            .select()
+    parts += [top(part(), order) for order in _strategy_orders(strategy)]
+    if q is not None and query_vector is not None:
+        dim = len(query_vector.vector)
+        parts.append(top(part(_is(query_vector.model, dim)), MemoryRow.embedding.op("<=>")(q)))
+    if tsq is not None:
+        rank = func.ts_rank_cd(content_tsv, tsq)
+        parts.append(top(part(content_tsv.op("@@")(tsq)), rank.desc(), k=lexical_k))
+    if not postgres and query_text:
+        words = sorted(keywords(query_text))[:MAX_QUERY_TERMS]
+        if words:
+            parts.append(part(MemoryRow.id.in_(_keyword_matches(user_id, words, lexical_k))))
+    candidate_ids = union(*parts).subquery()
+    rows = session.execute(
+        select(*_COLUMNS, relevance_col, lexical_col).where(
+            MemoryRow.id.in_(select(candidate_ids.c.id))
         )
-    rows = session.execute(union_all(*parts)).all()
+    ).all()
 
-    memories: dict[str, MemoryRecord] = {}
-    relevance: dict[str, float] = {}
-    for row in rows:
-        if row.id not in memories:
-            memories[row.id] = _record(row)
-        if row.relevance is not None:
-            relevance[row.id] = max(0.0, min(1.0, float(row.relevance)))
-
+    found = _Found(session, visible, top_k)
+    found.add_rows(rows)
     mode = f"index:{strategy}"
-    if use_vector:
-        if postgres:
-            mode = f"pgvector-exact+{mode}"
-        else:
-            mode = f"numpy-cosine+{mode}"
-            _sqlite_vector_top_k(
-                session, visible, query_embedding or (), top_k, memories, relevance
-            )
+    if terms is not None:
+        mode = f"{'fts' if postgres else 'bm25'}+{mode}"
+    if query_vector is not None:
+        mode = f"{'pgvector-exact' if postgres else 'numpy-cosine'}+{mode}"
+        if not postgres:
+            found.numpy_top_k(query_vector)
+        other = found.other_model(query_vector)
+        vector = embed_for(*other) if other is not None and embed_for is not None else None
+        if other is not None and vector:
+            second = QueryVector(other[0], vector)
+            if postgres:
+                found.pg_top_k(second, lexical_col)
+            else:
+                found.numpy_top_k(second)
+            mode += f"+also:{other[0]}"
+    if not postgres and query_text:
+        found.bm25(query_text)
     return AssemblyCandidates(
-        memories=sorted(memories.values(), key=lambda m: m.id),
-        relevance=relevance,
+        memories=sorted(found.memories.values(), key=lambda m: m.id),
+        relevance=found.relevance,
+        lexical=found.lexical,
         retrieval_mode=mode,
     )
 
 
-def _sqlite_vector_top_k(
-    session: Session,
-    visible: list[ColumnElement[bool]],
-    query_embedding: Sequence[float],
-    top_k: int,
-    memories: dict[str, MemoryRecord],
-    relevance: dict[str, float],
-) -> None:
-    """SQLite has no vector index here (sqlite-vec cannot load on this Python), so the
-    embedded default computes cosines in numpy over the user's visible vectors."""
-    dim = len(query_embedding)
-    rows = session.execute(
-        select(MemoryRow.id, MemoryRow.embedding).where(*visible, MemoryRow.embedding_dim == dim)
-    ).all()
-    if not rows:
-        return
-    ids = [row.id for row in rows]
-    matrix = np.asarray([row.embedding for row in rows], dtype=np.float32)
-    query = np.asarray(query_embedding, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    norms[norms == 0] = 1.0
-    sims = np.clip(matrix @ query / norms, 0.0, 1.0)
-    order = sorted(range(len(ids)), key=lambda i: (-float(sims[i]), ids[i]))[:top_k]
-    wanted = [ids[i] for i in order if ids[i] not in memories]
-    if wanted:
-        for row in session.execute(select(*_COLUMNS).where(MemoryRow.id.in_(wanted))).all():
-            memories[row.id] = _record(row)
-    for i in range(len(ids)):
-        if ids[i] in memories:
-            relevance[ids[i]] = float(sims[i])
+def _pg_cosine(query_vector: QueryVector, q: Any) -> Any:
+    # Only vectors of the query's own embedder are compared: `<=>` between vectors of
+    # two dimensions is an error, and between two models of one dimension, nonsense.
+    distance = MemoryRow.embedding.op("<=>", return_type=Float)(q)
+    return case((_is(query_vector.model, len(query_vector.vector)), 1 - distance), else_=None)
+
+
+def _top_pool(sims: Any, k: int) -> list[int]:
+    """Indices of every similarity at least the k-th largest (ties included), so sorting
+    only these by (-similarity, id) gives the same top k as sorting them all."""
+    n = len(sims)
+    if k >= n:
+        return list(range(n))
+    kth = np.partition(sims, n - k)[n - k]
+    return [int(i) for i in np.flatnonzero(sims >= kth)]
+
+
+def _keyword_matches(user_id: str, words: list[str], limit: int) -> Any:
+    """Ids of the user's memories sharing the most of `words` (the inverted keyword index)."""
+    shared = func.count(MemoryKeyword.keyword)
+    return (
+        select(MemoryKeyword.memory_id)
+        .where(MemoryKeyword.user_id == user_id, MemoryKeyword.keyword.in_(words))
+        .group_by(MemoryKeyword.memory_id)
+        .order_by(shared.desc(), MemoryKeyword.memory_id)
+        .limit(limit)
+    )
+
+
+class _Found:
+    """The candidates of one assembly, gathered from several reads."""
+
+    def __init__(self, session: Session, visible: list[ColumnElement[bool]], top_k: int) -> None:
+        self._session = session
+        self._visible = visible
+        self._top_k = top_k
+        self.memories: dict[str, MemoryRecord] = {}
+        self.models: dict[str, tuple[str, int] | None] = {}
+        self.relevance: dict[str, float] = {}
+        self.lexical: dict[str, float] = {}
+
+    def add_rows(self, rows: Sequence[Any]) -> None:
+        for row in rows:
+            if row.id not in self.memories:
+                self.memories[row.id] = _record(row)
+                has_vector = row.embedding_model is not None and row.embedding_dim is not None
+                self.models[row.id] = (
+                    (row.embedding_model, row.embedding_dim) if has_vector else None
+                )
+            if row.relevance is not None:
+                self.relevance[row.id] = max(0.0, min(1.0, float(row.relevance)))
+            if row.lexical is not None and row.lexical > 0:
+                self.lexical[row.id] = float(row.lexical)
+
+    def other_model(self, query_vector: QueryVector) -> tuple[str, int] | None:
+        """The most common (model, dim) among candidates without a cosine, if any."""
+        mine = (query_vector.model, len(query_vector.vector))
+        others = Counter(
+            model
+            for memory_id, model in self.models.items()
+            if model is not None and model != mine and memory_id not in self.relevance
+        )
+        return min(others, key=lambda m: (-others[m], m)) if others else None
+
+    def pg_top_k(self, query_vector: QueryVector, lexical_col: Any) -> None:
+        """Add the top-k by cosine among the user's vectors of `query_vector`'s model."""
+        q = bindparam("q2", value=list(query_vector.vector), type_=Vector())
+        select_ = (
+            select(*_COLUMNS, _pg_cosine(query_vector, q).label("relevance"), lexical_col)
+            .where(*self._visible, _is(query_vector.model, len(query_vector.vector)))
+            .order_by(MemoryRow.embedding.op("<=>")(q), MemoryRow.id)
+            .limit(self._top_k)
+        )
+        self.add_rows(self._session.execute(select_).all())
+
+    def numpy_top_k(self, query_vector: QueryVector) -> None:
+        """SQLite has no vector index here (sqlite-vec cannot load on this Python), so the
+        embedded default computes cosines in numpy over the user's visible vectors of the
+        query vector's model, and adds the top-k."""
+        dim = len(query_vector.vector)
+        # The stored float32 bytes as they are: the column type would first turn each
+        # vector into a list of Python floats, which costs far more than the cosines.
+        blob = type_coerce(MemoryRow.embedding, LargeBinary).label("blob")
+        rows = self._session.execute(
+            select(MemoryRow.id, blob).where(*self._visible, _is(query_vector.model, dim))
+        ).all()
+        if not rows:
+            return
+        ids = [row.id for row in rows]
+        raw = b"".join(row.blob for row in rows)
+        matrix = np.frombuffer(raw, dtype=np.float32).reshape(len(rows), dim)
+        query = np.asarray(query_vector.vector, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        norms[norms == 0] = 1.0
+        sims = np.clip(matrix @ query / norms, 0.0, 1.0)
+        order = sorted(_top_pool(sims, self._top_k), key=lambda i: (-float(sims[i]), ids[i]))
+        order = order[: self._top_k]
+        wanted = [ids[i] for i in order if ids[i] not in self.memories]
+        if wanted:
+            none = _NULL_FLOAT
+            select_ = select(*_COLUMNS, none.label("relevance"), none.label("lexical")).where(
+                MemoryRow.id.in_(wanted)
+            )
+            self.add_rows(self._session.execute(select_).all())
+        for i, memory_id in enumerate(ids):
+            if memory_id in self.memories:
+                self.relevance[memory_id] = float(sims[i])
+
+    def bm25(self, query_text: str) -> None:
+        """BM25 of every candidate over the candidates' keyword sets (SQLite)."""
+        words = keywords(query_text)
+        if not words or not self.memories:
+            return
+        stored = self._session.execute(
+            select(MemoryRow.id, MemoryRow.keywords).where(MemoryRow.id.in_(list(self.memories)))
+        ).all()
+        documents = {row.id: sorted(row.keywords or ()) for row in stored}
+        self.lexical.update(bm25_scores(words, documents))

@@ -61,7 +61,94 @@ def test_the_models_match_the_migrations(pg_url: str) -> None:
 
     with get_engine(pg_url).connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
-    # The embedding column is a TypeDecorator in the models and pgvector's type in the
+    # The embedding columns are a TypeDecorator in the models and pgvector's type in the
     # migration; both are `vector` in the database, which autogenerate cannot compare.
-    diff = [d for d in diff if not (d[0] == "modify_type" and d[3] == "embedding")]
+    diff = [
+        d
+        for d in diff
+        if not (d[0] == "modify_type" and d[3] in ("embedding", "embedding_next"))
+    ]
+    # content_tsv and its GIN index exist on PostgreSQL only and are not mapped (SQLite
+    # has no such column); test_postgres_has_the_lexical_index checks them instead.
+    diff = [
+        d
+        for d in diff
+        if not (d[0] == "remove_column" and d[3].name == "content_tsv")
+        and not (d[0] == "remove_index" and d[1].name == "ix_memories_content_tsv")
+    ]
     assert diff == []
+
+
+def _columns(url: str, table: str) -> set[str]:
+    return {c["name"] for c in inspect(get_engine(url)).get_columns(table)}
+
+
+NEXT_COLUMNS = {"embedding_next", "embedding_next_model", "embedding_next_dim"}
+
+
+def _insert_memory(url: str) -> None:
+    with get_engine(url).begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
+                " tier, status, sensitive, keywords, access_count, created_at, accessed_at)"
+                " VALUES ('mem_1', 'u1', 'User moved to Lisbon in March', 'fact', 0.8, 1.0,"
+                " 'candidate', 'active', false, '[]', 1, :t, :t)"
+            ),
+            {"t": "2026-03-01 12:00:00+00:00"},
+        )
+
+
+def _contents(url: str) -> list[str]:
+    with get_engine(url).connect() as conn:
+        return list(conn.execute(text("SELECT content FROM memories")).scalars())
+
+
+def test_sqlite_0002_adds_and_removes_the_next_columns_keeping_rows(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    migrate.upgrade(url, "0001")
+    _insert_memory(url)
+    assert not _columns(url, "memories") & NEXT_COLUMNS
+    migrate.upgrade(url)
+    assert _columns(url, "memories") >= NEXT_COLUMNS
+    assert "content_tsv" not in _columns(url, "memories")
+    assert _contents(url) == ["User moved to Lisbon in March"]
+    migrate.downgrade(url, "0001")
+    assert not _columns(url, "memories") & NEXT_COLUMNS
+    assert _contents(url) == ["User moved to Lisbon in March"]
+
+
+def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -> None:
+    import psycopg
+
+    scratch = "memlane_migration_0002_test"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{scratch}"')
+    url = pg_url.rsplit("/", 1)[0] + "/" + scratch
+    try:
+        migrate.upgrade(url, "0001")
+        _insert_memory(url)
+        migrate.upgrade(url)
+        assert _columns(url, "memories") >= NEXT_COLUMNS | {"content_tsv"}
+        with get_engine(url).connect() as conn:
+            # the generated column was filled for the row that existed before 0002
+            assert conn.execute(
+                text(
+                    "SELECT count(*) FROM memories WHERE content_tsv @@ "
+                    "to_tsquery('english', 'lisbon | moving')"
+                )
+            ).scalar_one() == 1
+            index = conn.execute(
+                text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_memories_content_tsv'")
+            ).scalar_one()
+        assert "USING gin (content_tsv)" in index
+        migrate.downgrade(url, "0001")
+        assert not _columns(url, "memories") & (NEXT_COLUMNS | {"content_tsv"})
+        assert _contents(url) == ["User moved to Lisbon in March"]
+        migrate.upgrade(url)
+        assert migrate.is_up_to_date(url)
+    finally:
+        get_engine(url).dispose()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')

@@ -142,7 +142,12 @@ def test_assembly_reads_only_visible_memories_of_the_user_with_relevance(
     hidden.append(quarantined.id)
     with unit_of_work(db_url) as s:
         got = assembly_reads.assembly_candidates(
-            s, "u1", now=now, strategy="scored", query_embedding=[0.9, 0.1, 0.0], top_k=10
+            s,
+            "u1",
+            now=now,
+            strategy="scored",
+            query_vector=assembly_reads.QueryVector("test", [0.9, 0.1, 0.0]),
+            top_k=10,
         )
     ids = {m.id for m in got.memories}
     assert ids == {near.id, far.id, pinned.id}
@@ -156,7 +161,7 @@ def test_assembly_reads_only_visible_memories_of_the_user_with_relevance(
             "u1",
             now=now,
             strategy="recent",
-            query_embedding=None,
+            query_vector=None,
             top_k=10,
             include_sensitive=True,
         )

@@ -4,10 +4,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-import pytest
-
 from config.settings import load_settings
-from pipeline.errors import ConfigurationError
 from pipeline.hashing_embedder import hashing_embed
 from workers.embedders import (
     HashingEmbedder,
@@ -35,11 +32,6 @@ def test_hashing_is_the_default_and_uses_the_configured_dimension() -> None:
     assert isinstance(embedder, HashingEmbedder)
     assert (embedder.name, embedder.dim) == ("hashing-64", 64)
     assert embedder.embed(["User likes tea."]) == hashing_embed(["User likes tea."], dim=64)
-
-
-def test_minilm_is_refused_until_it_is_installed() -> None:
-    with pytest.raises(ConfigurationError, match="MEMLANE_EMBEDDING_MODEL=minilm"):
-        get_embedder(load_settings(embedding_model="minilm"))
 
 
 def test_any_other_name_is_a_litellm_model_with_the_llm_endpoint() -> None:

@@ -1,0 +1,170 @@
+"""Assembly latency, warm: `Memlane.assemble(user, query, budget_tokens=4000,
+query_embedding=<precomputed>)` for users with 1k, 10k and 100k memories, per strategy,
+on PostgreSQL + pgvector (publishing record_access to Redis, as a fleet does) and on
+SQLite (the embedded default, in-process worker). The floor, in the same run: one
+trivial indexed query round trip through the same engine and unit of work.
+
+    python -m bench.assemble                 # the figures (loads the data once, ~5 min)
+    python -m bench.assemble --size tiny     # a few seconds: proves it runs
+    python -m bench.assemble --backend postgresql --sizes 10000 --profile
+
+Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from bench import dataset
+from bench.common import (
+    REDIS_URL,
+    Report,
+    flush_redis,
+    latency_summary,
+    parser,
+    pg_database,
+    sqlite_database,
+    time_calls,
+    truncate,
+)
+from config.settings import load_settings
+from memlane.facade import Memlane
+from models.db import unit_of_work
+from pipeline.scoring import STRATEGIES
+from workers.embedders import get_embedder
+
+BUDGET = 4000
+PLANS: dict[str, dict[str, Any]] = {
+    "tiny": {"sizes": [200], "iterations": 10, "seconds": 1.0, "db": "memlane_bench_tiny"},
+    "full": {
+        "sizes": [1000, 10_000, 100_000],
+        "iterations": 400,
+        "seconds": 15.0,
+        "db": "memlane_bench",
+    },
+}
+
+
+def floor_query(url: str, memory_id: str) -> float:
+    """p50 seconds of the cheapest read the assembler could do: one primary-key lookup
+    in its own unit of work (session, BEGIN, round trip, COMMIT)."""
+
+    def call(_: int) -> None:
+        with unit_of_work(url) as session:
+            session.execute(text("SELECT 1 FROM memories WHERE id = :id"), {"id": memory_id})
+
+    durations = time_calls(call, warmup=20, iterations=500, max_seconds=3.0)
+    return float(latency_summary(durations)["p50_ms"])
+
+
+def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], args: Any) -> None:
+    settings = load_settings(
+        database_url=url,
+        broker_url=REDIS_URL if backend == "postgresql" else None,
+        vector_top_k=args.top_k,
+        strategy_top_k=args.top_k,
+    )
+    embedder = get_embedder(settings)
+    questions = dataset.queries(50)
+    vectors = embedder.embed(questions)
+    truncate(url, ["context_packs"])
+    with Memlane(settings) as lane:
+        for size in plan["sizes"]:
+            user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
+            floor = floor_query(url, f"mem_{user}_{0:07d}")
+            for strategy in args.strategies:
+
+                def call(i: int, strategy: str = strategy, user: str = user) -> None:
+                    q = i % len(questions)
+                    lane.assemble(
+                        user,
+                        questions[q],
+                        strategy=strategy,  # type: ignore[arg-type]
+                        budget_tokens=BUDGET,
+                        query_embedding=vectors[q],
+                        now=dataset.NOW,
+                    )
+
+                time_calls(call, warmup=5, iterations=0, max_seconds=0)
+                profiler = cProfile.Profile() if args.profile else None
+                if profiler:
+                    profiler.enable()
+                durations = time_calls(
+                    call, warmup=0, iterations=plan["iterations"], max_seconds=plan["seconds"]
+                )
+                if profiler:
+                    profiler.disable()
+                    print_profile(profiler, f"{backend} {size:,} {strategy}")
+                lane.flush()
+                report.emit(
+                    backend=backend,
+                    memories=size,
+                    strategy=strategy,
+                    top_k=args.top_k,
+                    budget_tokens=BUDGET,
+                    **latency_summary(durations),
+                    floor_p50_ms=floor,
+                )
+    if backend == "postgresql":
+        flush_redis()
+
+
+def print_profile(profiler: cProfile.Profile, title: str) -> None:
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(25)
+    print(f"\n--- profile: {title} ---\n{out.getvalue()}", file=sys.stderr)
+
+
+def goals(report: Report) -> None:
+    """The issue's goals, from the PostgreSQL `scored` rows."""
+    rows = {
+        r["memories"]: r
+        for r in report.rows
+        if r["backend"] == "postgresql" and r["strategy"] == "scored"
+    }
+    if 10_000 in rows:
+        r = rows[10_000]
+        report.emit(goal="p50 at 10k <= 5 ms", figure_ms=r["p50_ms"], met=r["p50_ms"] <= 5.0)
+        report.emit(goal="p99 at 10k <= 15 ms", figure_ms=r["p99_ms"], met=r["p99_ms"] <= 15.0)
+    if 1000 in rows and 100_000 in rows:
+        ratio = rows[100_000]["p50_ms"] / rows[1000]["p50_ms"]
+        report.emit(goal="p50(100k) <= 4 x p50(1k)", figure_ratio=round(ratio, 2), met=ratio <= 4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--backend", nargs="+", default=["postgresql", "sqlite"])
+    p.add_argument("--sizes", nargs="+", type=int, help="memories per user (overrides --size)")
+    p.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
+    p.add_argument("--top-k", type=int, default=200, help="vector_top_k and strategy_top_k")
+    p.add_argument("--iterations", type=int, help="timed calls per cell (overrides --size)")
+    p.add_argument("--profile", action="store_true", help="cProfile each cell (stderr)")
+    args = p.parse_args(argv)
+    plan = dict(PLANS[args.size])
+    plan["sizes"] = args.sizes or plan["sizes"]
+    plan["iterations"] = args.iterations or plan["iterations"]
+    columns = ["backend", "memories", "strategy", "n", "p50_ms", "p99_ms", "floor_p50_ms"]
+    report = Report("assemble", [*columns, "goal", "figure_ms", "figure_ratio", "met"])
+    for backend in args.backend:
+        if backend == "postgresql":
+            url = pg_database(plan["db"])
+        else:
+            url = sqlite_database(Path(tempfile.gettempdir()) / f"{plan['db']}.sqlite")
+        bench_backend(report, backend, url, plan, args)
+    goals(report)
+    report.print_table()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,567 @@
+"""Synthetic but realistic memory stores, loaded fast (COPY on PostgreSQL, one executemany
+on SQLite) into the real schema.
+
+Per memory: a sentence built from a category template (tools, places, people, projects)
+with a tail of 0–120 words drawn from a Zipf-distributed vocabulary, so lengths vary from
+a few words to a paragraph and keywords overlap the way real ones do (a few common
+words, a long tail); importance and confidence as the extractor assigns them; ages over
+two years, accesses skewed to recent ones, access counts heavy-tailed; 3 pinned and up
+to 20 verified memories per user; ~8% not active, 1% sensitive, 2% with an expiry. The
+embedding comes from the configured embedder (hashing by default), the keywords from
+pipeline.keywords, exactly as the store stage computes them.
+
+A user id names its size and the generator's version (`bench-v1-10000`): a store already
+loaded with that many memories is reused, a partial one is reloaded.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from sqlalchemy import delete, func, insert, select
+
+from config.settings import load_settings
+from models.db import get_engine, unit_of_work
+from models.schemas import ExtractedEpisode
+from models.store import context_items
+from models.tables import EpisodeRow, MemoryKeyword, MemoryRow, ProcedureRow, SoulBlockRow
+from pipeline.keywords import keywords
+from workers.embedders import Embedder, get_embedder
+
+VERSION = 1
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+PINNED, VERIFIED = 3, 20
+
+_TECH = [
+    "TypeScript",
+    "Python",
+    "Go",
+    "Rust",
+    "Kotlin",
+    "Java",
+    "Elixir",
+    "Ruby",
+    "PostgreSQL",
+    "SQLite",
+    "Redis",
+    "Kafka",
+    "RabbitMQ",
+    "Celery",
+    "Django",
+    "FastAPI",
+    "Flask",
+    "React",
+    "Vue",
+    "Svelte",
+    "Next.js",
+    "Tailwind",
+    "Docker",
+    "Kubernetes",
+    "Terraform",
+    "Ansible",
+    "AWS",
+    "GCP",
+    "Azure",
+    "Lambda",
+    "Vercel",
+    "Netlify",
+    "GraphQL",
+    "gRPC",
+    "Prometheus",
+    "Grafana",
+    "Sentry",
+    "Datadog",
+    "Airflow",
+    "dbt",
+    "Spark",
+    "Pandas",
+    "Polars",
+    "NumPy",
+    "PyTorch",
+    "JAX",
+    "Neovim",
+    "VSCode",
+    "Emacs",
+    "tmux",
+    "zsh",
+    "Git",
+    "Bazel",
+    "Poetry",
+    "uv",
+    "pytest",
+    "Playwright",
+    "Cypress",
+]
+_AREA = [
+    "frontend",
+    "backend",
+    "billing",
+    "auth",
+    "search",
+    "onboarding",
+    "analytics",
+    "payments",
+    "notifications",
+    "mobile",
+    "app",
+    "data",
+    "pipeline",
+    "infrastructure",
+    "testing",
+    "CI",
+    "deployments",
+    "monitoring",
+    "logging",
+    "documentation",
+    "the",
+    "API",
+    "the",
+    "admin",
+    "panel",
+    "reporting",
+    "caching",
+    "migrations",
+]
+_CITY = [
+    "Lisbon",
+    "Porto",
+    "Berlin",
+    "Munich",
+    "Paris",
+    "Lyon",
+    "Madrid",
+    "Valencia",
+    "London",
+    "Leeds",
+    "Dublin",
+    "Oslo",
+    "Stockholm",
+    "Helsinki",
+    "Warsaw",
+    "Prague",
+    "Vienna",
+    "Zurich",
+    "Milan",
+    "Rome",
+    "Athens",
+    "Istanbul",
+    "Cairo",
+    "Nairobi",
+    "Lagos",
+    "Toronto",
+    "Montreal",
+    "Boston",
+    "Austin",
+    "Denver",
+    "Seattle",
+    "Lima",
+    "Bogota",
+    "Santiago",
+    "Tokyo",
+    "Osaka",
+    "Seoul",
+    "Taipei",
+    "Singapore",
+    "Sydney",
+    "Melbourne",
+    "Auckland",
+    "Mumbai",
+    "Pune",
+]
+_JOB = [
+    "backend engineer",
+    "data scientist",
+    "product manager",
+    "designer",
+    "SRE",
+    "teacher",
+    "nurse",
+    "researcher",
+    "founder",
+    "consultant",
+    "student",
+    "analyst",
+    "architect",
+    "writer",
+    "CTO",
+]
+_RELATION = [
+    "wife",
+    "husband",
+    "partner",
+    "daughter",
+    "son",
+    "dog",
+    "cat",
+    "sister",
+    "brother",
+    "manager",
+]
+_ACTIVITY = [
+    "hiking",
+    "climbing",
+    "running",
+    "cycling",
+    "chess",
+    "baking",
+    "gardening",
+    "reading sci-fi",
+    "board games",
+    "swimming",
+    "photography",
+    "learning Japanese",
+    "playing guitar",
+    "woodworking",
+]
+_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "preference": (
+        "User prefers {tech} over {tech2} for {area}.",
+        "User likes {activity} on weekends.",
+        "User wants short answers with code first when working on {area}.",
+        "User does not like {tech} for {area} anymore.",
+    ),
+    "fact": (
+        "User lives in {city} and works as a {job} at {company}.",
+        "User's {relation} is called {name}.",
+        "User's deadline for the {area} work is in {month}.",
+        "User is allergic to {food}.",
+    ),
+    "decision": (
+        "User decided to move {area} from {tech} to {tech2}.",
+        "User decided to keep {tech} for {area} until {month}.",
+    ),
+    "project": (
+        "User is building {project} with {tech} and {tech2} for {area}.",
+        "User's project {project} runs on {tech} in {city}.",
+    ),
+}
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+]
+_FOOD = ["peanuts", "shellfish", "gluten", "lactose", "sesame", "eggs", "soy", "kiwi"]
+_SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
+
+
+def _pseudo_words(rng: random.Random, count: int) -> list[str]:
+    words: set[str] = set()
+    while len(words) < count:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    names: list[str]
+    companies: list[str]
+    projects: list[str]
+    tail: list[str]
+    tail_weights: list[float]
+
+
+def vocabulary(seed: int = 7) -> Vocabulary:
+    rng = random.Random(seed)
+    words = _pseudo_words(rng, 6000)
+    rng.shuffle(words)
+    tail = words[1000:]
+    # Zipf-Mandelbrot (1 / (rank + 20)): a few tail words are common (the most common in
+    # about 1% of draws), most are rare.
+    weights = [1.0 / (rank + 20) for rank in range(1, len(tail) + 1)]
+    return Vocabulary(
+        names=[w.title() for w in words[:300]],
+        companies=[w.title() for w in words[300:500]],
+        projects=[w for w in words[500:1000]],
+        tail=tail,
+        tail_weights=weights,
+    )
+
+
+def sentence(rng: random.Random, vocab: Vocabulary, category: str) -> str:
+    template = rng.choice(_TEMPLATES[category])
+    tech, tech2 = rng.sample(_TECH, 2)
+    base = template.format(
+        tech=tech,
+        tech2=tech2,
+        area=rng.choice(_AREA),
+        activity=rng.choice(_ACTIVITY),
+        city=rng.choice(_CITY),
+        job=rng.choice(_JOB),
+        company=rng.choice(vocab.companies),
+        relation=rng.choice(_RELATION),
+        name=rng.choice(vocab.names),
+        month=rng.choice(_MONTHS),
+        food=rng.choice(_FOOD),
+        project=rng.choice(vocab.projects),
+    )
+    draw = rng.random()
+    extra = 0 if draw < 0.35 else rng.randint(3, 12) if draw < 0.8 else rng.randint(12, 40)
+    if rng.random() < 0.04:
+        extra = rng.randint(60, 120)  # the occasional pasted paragraph
+    if not extra:
+        return base
+    tail = rng.choices(vocab.tail, weights=vocab.tail_weights, k=extra)
+    return f"{base[:-1]}, {' '.join(tail)}."
+
+
+def _memory_rows(user_id: str, n: int, *, seed: int) -> Iterator[dict[str, Any]]:
+    rng = random.Random(seed)
+    vocab = vocabulary()
+    categories = ("preference", "fact", "decision", "project")
+    special = {i: "pinned" for i in range(PINNED)}
+    special |= {PINNED + i: "verified" for i in range(min(VERIFIED, n // 100))}
+    for i in range(n):
+        category = rng.choices(categories, weights=(4, 3, 2, 2))[0]
+        age = timedelta(
+            days=rng.choice((rng.uniform(0, 30), rng.uniform(0, 180), rng.uniform(0, 730)))
+        )
+        created = NOW - age
+        accessed = NOW - age * (rng.random() ** 3)  # most were seen again recently
+        status_draw = rng.random()
+        status = (
+            "active"
+            if status_draw < 0.92
+            else "superseded"
+            if status_draw < 0.97
+            else "deleted"
+            if status_draw < 0.99
+            else "quarantined"
+        )
+        expires = None
+        if rng.random() < 0.02:
+            expires = NOW + timedelta(days=rng.uniform(-60, 60))
+        content = sentence(rng, vocab, category)
+        yield {
+            "id": f"mem_{user_id}_{i:07d}",
+            "user_id": user_id,
+            "content": content,
+            "category": category,
+            "importance": round(min(1.0, max(0.0, rng.gauss(0.65, 0.15))), 2),
+            "confidence": 1.0 if rng.random() < 0.7 else 0.7,
+            "tier": special.get(i, "candidate"),
+            "status": "active" if i in special else status,
+            "sensitive": i not in special and rng.random() < 0.01,
+            "expires_at": None if i in special else expires,
+            "access_count": min(500, int(rng.paretovariate(1.6))),
+            "created_at": created,
+            "accessed_at": accessed,
+        }
+
+
+def _batches(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def user_id_for(size: int) -> str:
+    return f"bench-v{VERSION}-{size}"
+
+
+def memory_count(url: str, user_id: str) -> int:
+    with unit_of_work(url) as session:
+        count = session.scalar(
+            select(func.count()).select_from(MemoryRow).where(MemoryRow.user_id == user_id)
+        )
+    return int(count or 0)
+
+
+def ensure_user(url: str, size: int, *, log: Any = print) -> str:
+    """The user with `size` memories in this database, loading them if needed."""
+    user_id = user_id_for(size)
+    if memory_count(url, user_id) == size:
+        return user_id
+    embedder = get_embedder(load_settings())
+    log(f"loading {size:,} memories for {user_id} ({embedder.name}) …")
+    with unit_of_work(url) as session:
+        for table in (MemoryRow, EpisodeRow, ProcedureRow, SoulBlockRow):
+            session.execute(delete(table).where(table.user_id == user_id))
+    for batch in _batches(_memory_rows(user_id, size, seed=size), 5000):
+        vectors = embedder.embed([row["content"] for row in batch])
+        for row, vector in zip(batch, vectors, strict=True):
+            row["keywords"] = sorted(keywords(row["content"]))
+            row["embedding"] = vector
+        if url.startswith("postgresql"):
+            _copy_postgres(url, batch, embedder)
+        else:
+            _insert_sqlite(url, batch, embedder)
+    _context_items(url, user_id)
+    if url.startswith("postgresql"):
+        with get_engine(url).begin() as conn:
+            conn.exec_driver_sql("ANALYZE memories")
+            conn.exec_driver_sql("ANALYZE memory_keywords")
+    return user_id
+
+
+_PG_COLUMNS = [
+    "id",
+    "user_id",
+    "content",
+    "category",
+    "importance",
+    "confidence",
+    "tier",
+    "status",
+    "sensitive",
+    "expires_at",
+    "keywords",
+    "embedding",
+    "embedding_model",
+    "embedding_dim",
+    "access_count",
+    "created_at",
+    "accessed_at",
+]
+
+
+def _copy_postgres(url: str, batch: list[dict[str, Any]], embedder: Embedder) -> None:
+    import json
+
+    raw = get_engine(url).raw_connection()
+    try:
+        cursor = raw.cursor()
+        with cursor.copy(f"COPY memories ({', '.join(_PG_COLUMNS)}) FROM STDIN") as copy:  # type: ignore[attr-defined]
+            for row in batch:
+                vector = "[" + ",".join(f"{v:.6g}" for v in row["embedding"]) + "]"
+                copy.write_row(
+                    (
+                        *(row[c] for c in _PG_COLUMNS[:10]),
+                        json.dumps(row["keywords"]),
+                        vector,
+                        embedder.name,
+                        len(row["embedding"]),
+                        row["access_count"],
+                        row["created_at"],
+                        row["accessed_at"],
+                    )
+                )
+        with cursor.copy("COPY memory_keywords (memory_id, keyword, user_id) FROM STDIN") as copy:  # type: ignore[attr-defined]
+            for row in batch:
+                for word in row["keywords"]:
+                    copy.write_row((row["id"], word[:100], row["user_id"]))
+        raw.commit()
+    finally:
+        raw.close()
+
+
+def _insert_sqlite(url: str, batch: list[dict[str, Any]], embedder: Embedder) -> None:
+    rows = [
+        {
+            **row,
+            "embedding": np.asarray(row["embedding"], dtype=np.float32).tolist(),
+            "embedding_model": embedder.name,
+            "embedding_dim": len(row["embedding"]),
+        }
+        for row in batch
+    ]
+    index = [
+        {"memory_id": row["id"], "keyword": word[:100], "user_id": row["user_id"]}
+        for row in batch
+        for word in row["keywords"]
+    ]
+    with unit_of_work(url) as session:
+        session.execute(insert(MemoryRow), rows)
+        session.execute(insert(MemoryKeyword), index)
+
+
+def _context_items(url: str, user_id: str) -> None:
+    """Two soul blocks, ten episodes and five procedures: every section of a context."""
+    rng = random.Random(user_id)
+    vocab = vocabulary()
+    with unit_of_work(url) as session:
+        context_items.set_soul_block(
+            session,
+            user_id=user_id,
+            kind="identity",
+            content="A backend engineer who works on data-heavy services; answers in English.",
+            now=NOW,
+        )
+        context_items.set_soul_block(
+            session,
+            user_id=user_id,
+            kind="style",
+            content="Prefers concise answers with code first and no filler.",
+            now=NOW,
+        )
+        for n in range(10):
+            area = rng.choice(_AREA)
+            context_items.save_episode(
+                session,
+                user_id=user_id,
+                conversation_id=f"{user_id}-c{n}",
+                job_id=f"{user_id}-job{n}",
+                episode=ExtractedEpisode(
+                    summary=f"Conversation about {area}: " + sentence(rng, vocab, "project"),
+                    topics=[area, rng.choice(_TECH)],
+                    outcome=sentence(rng, vocab, "decision") if n % 2 else None,
+                ),
+                created_at=NOW - timedelta(days=n),
+            )
+        for n in range(5):
+            area = rng.choice(_AREA)
+            context_items.add_procedure(
+                session,
+                user_id=user_id,
+                name=f"release-{n}",
+                content=f"To release {area}: run the tests, tag, deploy with {rng.choice(_TECH)}.",
+                keywords=keywords(f"release {area} deploy"),
+                now=NOW,
+            )
+
+
+def queries(count: int, *, seed: int = 11) -> list[str]:
+    """Questions a chat app might assemble for: about tools, places, projects."""
+    rng = random.Random(seed)
+    vocab = vocabulary()
+    forms = (
+        "What does the user prefer for {area}?",
+        "Which tools does the user use with {tech}?",
+        "Where does the user live and work?",
+        "What is the status of the {project} project?",
+        "Help me plan the {area} migration to {tech}.",
+    )
+    return [
+        rng.choice(forms).format(
+            area=rng.choice(_AREA), tech=rng.choice(_TECH), project=rng.choice(vocab.projects)
+        )
+        for _ in range(count)
+    ]
+
+
+def new_memory_texts(count: int, *, seed: int = 13) -> list[str]:
+    """Memories as an extractor would propose them: same generator, another seed (some are
+    near-duplicates of stored ones by construction, most are new)."""
+    rng = random.Random(seed)
+    vocab = vocabulary()
+    categories = ("preference", "fact", "decision", "project")
+    return [sentence(rng, vocab, rng.choice(categories)) for _ in range(count)]
+
+
+def dump_sample(url: str, user_id: str, limit: int = 5) -> str:
+    with unit_of_work(url) as session:
+        rows = session.scalars(
+            select(MemoryRow.content).where(MemoryRow.user_id == user_id).limit(limit)
+        )
+        out = io.StringIO()
+        for content in rows:
+            out.write(f"- {content}\n")
+    return out.getvalue()

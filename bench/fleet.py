@@ -1,0 +1,297 @@
+"""A worker fleet for benchmarks and drills, shaped like the Procfile: one worker for the
+extract queue (thread pool), one for ingest + store (prefork), and beat when asked.
+Worker processes are tests/integration/fleet.py's WorkerProcess (real `celery worker`).
+Also: transcripts that make memories, job progress from the database, peak RSS.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bench import dataset
+from bench.common import ROOT, env_for_children
+from models.db import unit_of_work
+from models.tables import Job, MemoryRow
+from tests.integration.fleet import WorkerProcess, fleet_env
+
+FINISHED = ("done", "failed")
+
+
+class BeatProcess:
+    """`celery beat`: publishes the sweep every sweep_every_s."""
+
+    def __init__(self, env: Mapping[str, str], log_dir: Path) -> None:
+        self.log_path = log_dir / f"beat-{time.monotonic_ns()}.log"
+        self._log = self.log_path.open("wb")
+        schedule = log_dir / f"beat-schedule-{time.monotonic_ns()}"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "workers.app",
+                "beat",
+                "--schedule",
+                str(schedule),
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=20)
+        self._log.close()
+
+
+@dataclass
+class Fleet:
+    env: dict[str, str]
+    log_dir: Path
+    extract_concurrency: int = 8
+    store_concurrency: int = 2
+    workers: dict[str, WorkerProcess] = field(default_factory=dict)
+    beat: BeatProcess | None = None
+    generation: int = 0
+
+    def start(self, role: str, *, wait: bool = True) -> WorkerProcess:
+        """Start (or restart) the `extract` or `store` worker and wait until it is ready."""
+        self.generation += 1
+        if role == "extract":
+            worker = WorkerProcess(
+                self.env,
+                queues="extract",
+                pool="threads",
+                concurrency=self.extract_concurrency,
+                name=f"extract{self.generation}",
+                log_dir=self.log_dir,
+            )
+        else:
+            worker = WorkerProcess(
+                self.env,
+                queues="ingest,store",
+                pool="prefork",
+                concurrency=self.store_concurrency,
+                name=f"store{self.generation}",
+                log_dir=self.log_dir,
+            )
+        self.workers[role] = worker
+        if wait:
+            worker.wait_ready(timeout=90)
+        return worker
+
+    def start_all(self, *, beat: bool = False) -> None:
+        started = [self.start(role, wait=False) for role in ("extract", "store")]
+        for worker in started:  # both import Celery and litellm at once
+            worker.wait_ready(timeout=120)
+        if beat:
+            self.beat = BeatProcess(self.env, self.log_dir)
+
+    def stop(self) -> None:
+        for worker in self.workers.values():
+            worker.stop()
+        if self.beat is not None:
+            self.beat.stop()
+
+    def peak_rss_mib(self) -> dict[str, float]:
+        """Peak resident memory (VmHWM) of each worker: its largest process, and the sum
+        over the parent and its pool children."""
+        out: dict[str, float] = {}
+        for role, worker in self.workers.items():
+            pids = [worker.proc.pid, *children(worker.proc.pid)]
+            peaks = [vm_hwm_kib(pid) for pid in pids]
+            out[f"{role}_max_mib"] = round(max(peaks) / 1024, 1)
+            out[f"{role}_sum_mib"] = round(sum(peaks) / 1024, 1)
+        return out
+
+
+@contextmanager
+def running_fleet(
+    db_url: str,
+    broker_url: str,
+    log_dir: Path,
+    *,
+    settings: Mapping[str, str],
+    beat: bool = False,
+    extract_concurrency: int = 8,
+) -> Iterator[Fleet]:
+    """The fleet on `settings` (Settings field names → values), stopped at the end."""
+    env = env_for_children(**fleet_env(db_url, broker_url, **settings))
+    fleet = Fleet(env, log_dir, extract_concurrency=extract_concurrency)
+    try:
+        fleet.start_all(beat=beat)
+        yield fleet
+    finally:
+        fleet.stop()
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time of these processes (all their threads), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def pids_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def cpu_by_role(fleet: Fleet, **more: int) -> dict[str, float]:
+    """CPU seconds so far of each worker (with its pool children), PostgreSQL, Redis and
+    the processes given by name=pid. PostgreSQL and Redis are machine-wide: anything
+    else using them meanwhile is counted too."""
+    out = {
+        role: cpu_seconds([w.proc.pid, *children(w.proc.pid)]) for role, w in fleet.workers.items()
+    }
+    out["postgres"] = cpu_seconds(pids_named("postgres"))
+    out["redis"] = cpu_seconds(pids_named("redis-server"))
+    out |= {name: cpu_seconds([pid]) for name, pid in more.items()}
+    return out
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def vm_hwm_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+# --------------------------------------------------------------------------- transcripts
+
+_STATEMENTS = (
+    "I prefer {tech} over {tech2} for {area}.",
+    "I live in {city}.",
+    "I work as a {job} at {company}.",
+    "We decided to use {tech} for {area}.",
+    "I like {activity} on weekends.",
+    "I use {tech} every day for {area}.",
+)
+
+
+def transcript(
+    user_id: str,
+    conversation_id: str,
+    seed: int,
+    *,
+    canary: str | None = None,
+    assistant_messages: int = 5,
+) -> dict[str, Any]:
+    """A conversation of `assistant_messages` exchanges (one extraction job at the default
+    cadence) whose user states facts the offline extractor and the stub turn into memories.
+    With a canary, one statement carries that word."""
+    rng = random.Random(seed)
+    vocab = dataset.vocabulary()
+    messages = []
+    for i in range(assistant_messages):
+        statement = rng.choice(_STATEMENTS).format(
+            tech=rng.choice(dataset._TECH),
+            tech2=rng.choice(dataset._TECH),
+            area=rng.choice(dataset._AREA),
+            city=rng.choice(dataset._CITY),
+            job=rng.choice(dataset._JOB),
+            company=rng.choice(vocab.companies),
+            activity=rng.choice(dataset._ACTIVITY),
+        )
+        if canary and i == 0:
+            statement = f"I prefer the {canary} toolkit for {rng.choice(dataset._AREA)}."
+        messages.append({"role": "user", "content": f"{statement} Can you help me with it?"})
+        messages.append({"role": "assistant", "content": f"Sure, here is step {i} of the plan."})
+    return {"conversation_id": conversation_id, "user_id": user_id, "messages": messages}
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def job_counts(db_url: str) -> dict[str, int]:
+    with unit_of_work(db_url) as session:
+        rows = session.execute(select(Job.status, func.count()).group_by(Job.status)).all()
+    return {status: int(count) for status, count in rows}
+
+
+def wait_all_finished(
+    db_url: str, expected: int, *, timeout: float, poll_s: float = 0.2
+) -> dict[str, int]:
+    """Poll until `expected` jobs exist and all are done or failed; returns the counts
+    (unfinished ones included when the timeout came first)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        counts = job_counts(db_url)
+        finished = sum(counts.get(s, 0) for s in FINISHED)
+        if finished >= expected and sum(counts.values()) == finished:
+            return counts
+        if time.monotonic() > deadline:
+            return counts
+        time.sleep(poll_s)
+
+
+def duplicate_memories(db_url: str) -> int:
+    """Active memories whose (user, content) another active memory of the user repeats."""
+    with unit_of_work(db_url) as session:
+        rows = session.execute(
+            select(MemoryRow.user_id, MemoryRow.content, func.count())
+            .where(MemoryRow.status == "active")
+            .group_by(MemoryRow.user_id, MemoryRow.content)
+            .having(func.count() > 1)
+        ).all()
+    return sum(int(count) - 1 for _, _, count in rows)
+
+
+def active_memories(db_url: str) -> int:
+    with unit_of_work(db_url) as session:
+        count = session.scalar(
+            select(func.count()).select_from(MemoryRow).where(MemoryRow.status == "active")
+        )
+    return int(count or 0)

@@ -1,0 +1,47 @@
+"""Each benchmark runs at its tiny size and prints what it promises: one JSON object per
+result line (naming the machine) and a table. Figures are not checked: benchmarks do not
+gate CI, they only must keep working."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.common import ROOT
+
+pytestmark = pytest.mark.timeout(300)
+
+EXPECTED_FIELDS = {
+    "assemble": {"backend", "memories", "strategy", "p50_ms", "p99_ms", "floor_p50_ms"},
+    "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean"},
+    "tokens": {"part"},
+    "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},
+}
+
+
+@pytest.mark.parametrize("bench", sorted(EXPECTED_FIELDS))
+def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{bench}", "--size", "tiny"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    results = [r for r in rows if "goal" not in r]
+    assert results, done.stdout
+    for row in results:
+        assert row["bench"] == bench
+        assert row["machine"]["cores"] >= 1 and row["machine"]["memory_gib"] > 0
+        assert EXPECTED_FIELDS[bench] <= set(row), row
+    assert f"{bench} on " in done.stderr  # the human table
+    if bench == "ingest":
+        assert all(r["done"] == r["transcripts"] for r in results)

@@ -1,0 +1,125 @@
+"""Hybrid relevance in the store read: lexical candidates (PostgreSQL full-text search,
+SQLite's keyword index with BM25) beside the vector top-k, on both backends."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from config.settings import load_settings
+from memlane.facade import Memlane, blend_relevance
+from models.db import unit_of_work
+from models.schemas import MemoryCreate
+from models.store import assembly_reads, memories
+from models.store.assembly_reads import AssemblyCandidates, QueryVector, websearch_terms
+from pipeline.keywords import keywords
+
+
+def add(url: str, now: datetime, content: str, vector: list[float], importance: float) -> str:
+    with unit_of_work(url) as s:
+        return memories.add(
+            s,
+            user_id="u1",
+            memory=MemoryCreate(content=content, importance=importance),
+            keywords=keywords(content),
+            embedding=vector,
+            embedding_model="test",
+            now=now,
+        ).id
+
+
+def read(url: str, now: datetime, query: str, vector: list[float], top_k: int):
+    with unit_of_work(url) as s:
+        return assembly_reads.assembly_candidates(
+            s,
+            "u1",
+            now=now,
+            strategy="scored",
+            query_vector=QueryVector("test", vector),
+            query_text=query,
+            top_k=top_k,
+        )
+
+
+def test_a_rare_word_is_found_outside_the_vector_and_strategy_top_k(
+    db_url: str, now: datetime
+) -> None:
+    for i in range(12):
+        add(db_url, now, f"User reviewed pull request number {i} for the team", [1.0, 0.0], 0.9)
+    rare = add(db_url, now, "User's passport is kept in Reykjavik", [0.0, 1.0], 0.1)
+    got = read(db_url, now, "Where is the passport kept, Reykjavik?", [1.0, 0.0], top_k=3)
+    assert rare in {m.id for m in got.memories}
+    assert max(got.lexical, key=lambda k: got.lexical[k]) == rare
+    assert got.relevance[rare] == pytest.approx(0.0, abs=1e-6)  # the vectors never found it
+    backend = "fts" if db_url.startswith("postgresql") else "bm25"
+    assert got.retrieval_mode.startswith(
+        f"{'pgvector-exact' if backend == 'fts' else 'numpy-cosine'}+{backend}+"
+    )
+    relevance = blend_relevance(got, 0.3)
+    assert relevance[rare] == pytest.approx(0.3)  # (1 − 0.3) · 0 + 0.3 · 1
+
+
+def test_postgres_lexical_score_is_ts_rank_cd(pg: str, now: datetime) -> None:
+    one = add(pg, now, "User flies to Reykjavik in May", [1.0, 0.0], 0.5)
+    two = add(
+        pg, now, "User books flights to Reykjavik for the Reykjavik marathon", [1.0, 0.0], 0.5
+    )
+    got = read(pg, now, "Reykjavik", [1.0, 0.0], top_k=10)
+    # ts_rank_cd of a one-word query: 0.1 per occurrence of the lexeme
+    assert got.lexical == {one: pytest.approx(0.1), two: pytest.approx(0.2)}
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "c++ & | ! ( ) : * 'x' <-> ² -- or and not 東京",
+        "the of and a",  # only stop words: an empty tsquery
+        "???",
+        " ".join(f"word{i}" for i in range(500)),
+    ],
+)
+def test_any_query_text_is_safe_for_the_full_text_search(
+    db_url: str, now: datetime, query: str
+) -> None:
+    add(db_url, now, "User lives in 東京 and writes C++", [1.0, 0.0], 0.5)
+    got = read(db_url, now, query, [1.0, 0.0], top_k=5)
+    assert len(got.memories) == 1
+
+
+def test_websearch_terms_keep_only_words() -> None:
+    assert websearch_terms("C++ & (tea) or NOT coffee: 東京!") == "c or tea or coffee or 東京"
+    assert websearch_terms("?! --") is None
+    assert websearch_terms(" ".join(f"w{i}" for i in range(100))).count(" or ") == 31
+
+
+def test_without_a_lexical_match_relevance_is_the_cosine() -> None:
+    candidates = AssemblyCandidates(
+        memories=[], relevance={"a": 0.8}, lexical={}, retrieval_mode="x"
+    )
+    assert blend_relevance(candidates, 0.3) == {"a": 0.8}
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.0])
+def test_an_exact_name_reaches_the_context_only_through_the_lexical_half(
+    db_url: str, now: datetime, weight: float
+) -> None:
+    lane = Memlane(load_settings(database_url=db_url, hybrid_lexical_weight=weight))
+    try:
+        for i in range(40):
+            lane.add_memory("u1", {"content": f"User fixed flaky test number {i} in CI"})
+        with unit_of_work(db_url) as s:  # no vector: only its words can find it
+            memories.add(
+                s,
+                user_id="u1",
+                memory=MemoryCreate(content="User's landlord is Ingrid Solberg", importance=0.5),
+                keywords=keywords("User's landlord is Ingrid Solberg"),
+                embedding=None,
+                embedding_model=None,
+                now=now,
+            )
+        context = lane.assemble("u1", "Is Solberg the landlord?", budget_tokens=250, now=now)
+        # lexical 1.0 · 0.3 · 0.4 = 0.12 outweighs the 0.2 lower importance (· 0.3 = 0.06)
+        assert ("Ingrid Solberg" in context.text) is (weight > 0)
+    finally:
+        lane.close()
