@@ -64,9 +64,7 @@ def test_the_models_match_the_migrations(pg_url: str) -> None:
     # The embedding columns are a TypeDecorator in the models and pgvector's type in the
     # migration; both are `vector` in the database, which autogenerate cannot compare.
     diff = [
-        d
-        for d in diff
-        if not (d[0] == "modify_type" and d[3] in ("embedding", "embedding_next"))
+        d for d in diff if not (d[0] == "modify_type" and d[3] in ("embedding", "embedding_next"))
     ]
     # content_tsv and its GIN index exist on PostgreSQL only and are not mapped (SQLite
     # has no such column); test_postgres_has_the_lexical_index checks them instead.
@@ -133,12 +131,15 @@ def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -
         assert _columns(url, "memories") >= NEXT_COLUMNS | {"content_tsv"}
         with get_engine(url).connect() as conn:
             # the generated column was filled for the row that existed before 0002
-            assert conn.execute(
-                text(
-                    "SELECT count(*) FROM memories WHERE content_tsv @@ "
-                    "to_tsquery('english', 'lisbon | moving')"
-                )
-            ).scalar_one() == 1
+            assert (
+                conn.execute(
+                    text(
+                        "SELECT count(*) FROM memories WHERE content_tsv @@ "
+                        "to_tsquery('english', 'lisbon | moving')"
+                    )
+                ).scalar_one()
+                == 1
+            )
             index = conn.execute(
                 text("SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_memories_content_tsv'")
             ).scalar_one()
