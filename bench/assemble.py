@@ -7,6 +7,7 @@ trivial indexed query round trip through the same engine and unit of work.
     python -m bench.assemble                 # the figures (loads the data once, ~5 min)
     python -m bench.assemble --size tiny     # a few seconds: proves it runs
     python -m bench.assemble --backend postgresql --sizes 10000 --profile
+    MEMLANE_EMBEDDING_MODEL=minilm python -m bench.assemble   # HNSW (own database)
 
 Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import cProfile
 import io
 import pstats
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -37,7 +39,8 @@ from bench.common import (
 )
 from config.settings import load_settings
 from memlane.facade import Memlane
-from models.db import unit_of_work
+from models.db import get_engine, unit_of_work
+from models.store.vector_index import ensure_hnsw, wants_hnsw
 from pipeline.scoring import STRATEGIES
 from workers.embedders import get_embedder
 
@@ -66,11 +69,13 @@ def floor_query(url: str, memory_id: str) -> float:
 
 
 def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], args: Any) -> None:
+    overrides: dict[str, Any] = {}
+    if args.top_k is not None:
+        overrides = {"vector_top_k": args.top_k, "strategy_top_k": args.top_k}
     settings = load_settings(
         database_url=url,
         broker_url=REDIS_URL if backend == "postgresql" else None,
-        vector_top_k=args.top_k,
-        strategy_top_k=args.top_k,
+        **overrides,
     )
     embedder = get_embedder(settings)
     questions = dataset.queries(50)
@@ -79,6 +84,9 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
     with Memlane(settings) as lane:
         for size in plan["sizes"]:
             user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
+            if wants_hnsw(settings.vector_index, embedder.name):
+                # as `memlane db upgrade` does; once per database, instant afterwards
+                ensure_hnsw(get_engine(url), embedder.name, embedder.dim)
             floor = floor_query(url, f"mem_{user}_{0:07d}")
             for strategy in args.strategies:
 
@@ -108,7 +116,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                     backend=backend,
                     memories=size,
                     strategy=strategy,
-                    top_k=args.top_k,
+                    top_k=settings.vector_top_k,
                     budget_tokens=BUDGET,
                     **latency_summary(durations),
                     floor_p50_ms=floor,
@@ -146,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", nargs="+", default=["postgresql", "sqlite"])
     p.add_argument("--sizes", nargs="+", type=int, help="memories per user (overrides --size)")
     p.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=STRATEGIES)
-    p.add_argument("--top-k", type=int, default=200, help="vector_top_k and strategy_top_k")
+    p.add_argument(
+        "--top-k", type=int, help="vector_top_k and strategy_top_k (default: the settings')"
+    )
     p.add_argument("--iterations", type=int, help="timed calls per cell (overrides --size)")
     p.add_argument("--profile", action="store_true", help="cProfile each cell (stderr)")
     args = p.parse_args(argv)
@@ -155,11 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     plan["iterations"] = args.iterations or plan["iterations"]
     columns = ["backend", "memories", "strategy", "n", "p50_ms", "p99_ms", "floor_p50_ms"]
     report = Report("assemble", [*columns, "goal", "figure_ms", "figure_ratio", "met"])
+    # One database per embedder: its vectors are loaded with the data.
+    name = load_settings().embedding_model
+    db = plan["db"] if name == "hashing" else f"{plan['db']}_{re.sub('[^a-z0-9]+', '_', name)}"
     for backend in args.backend:
         if backend == "postgresql":
-            url = pg_database(plan["db"])
+            url = pg_database(db)
         else:
-            url = sqlite_database(Path(tempfile.gettempdir()) / f"{plan['db']}.sqlite")
+            url = sqlite_database(Path(tempfile.gettempdir()) / f"{db}.sqlite")
         bench_backend(report, backend, url, plan, args)
     goals(report)
     report.print_table()

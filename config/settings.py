@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -94,9 +94,18 @@ class Settings(BaseSettings):
     output_headroom: int = Field(4_000, ge=0)
     safety_margin: float = Field(0.10, ge=0.0, lt=1.0)
     memory_share: float = Field(0.50, gt=0.0, le=1.0)
-    vector_top_k: int = Field(200, ge=1)
-    strategy_top_k: int = Field(200, ge=1)
+    vector_top_k: int = Field(50, ge=1, description="memories fetched by cosine to the query")
+    strategy_top_k: int = Field(
+        50,
+        ge=1,
+        description="memories fetched per strategy order; raised to fill big budgets "
+        "(pipeline.budget.strategy_top_k)",
+    )
     lexical_top_k: int = Field(50, ge=1, description="memories fetched by their words alone")
+    vector_index: Literal["auto", "hnsw", "exact"] = Field(
+        "auto",
+        description="HNSW index per embedder (PostgreSQL): auto = all but hashing",
+    )
 
     # --- front doors
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)

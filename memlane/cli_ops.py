@@ -22,7 +22,9 @@ EXTRACT_CONCURRENCY = 32
 
 @db_app.command()
 def upgrade() -> None:
-    """Migrate the database to the latest schema and print its revision.
+    """Migrate the database to the latest schema and print its revision; on PostgreSQL,
+    also build the configured embedder's HNSW index (MEMLANE_VECTOR_INDEX, default auto:
+    every embedder but hashing).
 
     The database is MEMLANE_DATABASE_URL (the default SQLite file when unset).
     """
@@ -30,14 +32,25 @@ def upgrade() -> None:
 
     from config.settings import load_settings
     from models import migrate
+    from models.db import get_engine
+    from models.store import vector_index
+    from workers.embedders import get_embedder
 
-    url = load_settings().resolved_database_url
+    settings = load_settings()
+    url = settings.resolved_database_url
     before = migrate.current_revision(url)
     migrate.upgrade(url)
     after = migrate.current_revision(url)
     where = make_url(url).render_as_string(hide_password=True)
     change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
     typer.echo(f"{where}: {change} revision {after}")
+    embedder = get_embedder(settings)
+    if settings.is_postgres and vector_index.wants_hnsw(settings.vector_index, embedder.name):
+        typer.echo(
+            f"building the HNSW index of {embedder.name} if missing (minutes on a big store) …"
+        )
+        name = vector_index.ensure_hnsw(get_engine(url), embedder.name, embedder.dim)
+        typer.echo(f"vector index: {name or 'none (exact reads)'}")
 
 
 def parse_queues(value: str) -> list[str]:

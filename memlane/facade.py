@@ -23,7 +23,7 @@ from config.logging import ASSEMBLY_LOGGER
 from config.settings import Settings, load_settings
 from memlane.background import PackWriter
 from models import migrate
-from models.db import unit_of_work
+from models.db import get_engine, unit_of_work
 from models.schemas import (
     EnqueueResult,
     JobPublic,
@@ -38,9 +38,10 @@ from models.schemas import (
 )
 from models.store import assembly_reads, context_items, conversations, jobs, memories
 from models.store import reembed as reembed_store
+from models.store.vector_index import ensure_hnsw, wants_hnsw
 from pipeline.assembly import assemble_context
 from pipeline.assembly_types import AssembledContext, AssemblyInput
-from pipeline.budget import derive_budget, validate_budget
+from pipeline.budget import derive_budget, strategy_top_k, validate_budget
 from pipeline.cadence import due_windows
 from pipeline.errors import ConfigurationError, TranscriptError
 from pipeline.keywords import keywords
@@ -272,9 +273,11 @@ class Memlane:
                 # weight 0 turns the lexical half off, reads included
                 query_text=query if s.hybrid_lexical_weight > 0 else None,
                 top_k=s.vector_top_k,
+                strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k),
                 lexical_top_k=s.lexical_top_k,
                 include_sensitive=include_sensitive,
                 embed_for=self._query_in(query) if query else None,
+                approximate=wants_hnsw(s.vector_index, self.embedder.name),
             )
             souls = context_items.soul_blocks(session, user_id)
             episodes = context_items.recent_episodes(session, user_id, limit=10)
@@ -460,6 +463,10 @@ class Memlane:
         user, on the store queue or the in-process worker. Old vectors keep serving until
         the user's new ones are all there (models/store/reembed.py)."""
         target = self.embedder if to is None else embedder_for(to, self.settings, dim=dim)
+        if wants_hnsw(self.settings.vector_index, target.name):
+            # Before any vector of the model is served, the partial index is empty and
+            # instant to build; the swaps then fill it row by row.
+            ensure_hnsw(get_engine(self.url), target.name, target.dim)
         with unit_of_work(self.url) as session:
             users = reembed_store.users_to_reembed(session, model=target.name, dim=target.dim)
         self.dispatcher.reembed(users, target.name, target.dim)

@@ -25,12 +25,26 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# Every PostgreSQL session reads vector top-k through HNSW indexes (store/vector_index.py)
+# with pgvector 0.8's iterative scans: a search filtered to one user goes on past
+# ef_search candidates until the LIMIT is filled, instead of coming back short. Relaxed
+# order is enough: the assembler re-sorts by the exact cosine. Set at connection start
+# (a placeholder until pgvector loads), so the hot path pays no SET round trip.
+PG_OPTIONS = "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100"
+
+
 def build_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=10,
+        connect_args={"options": PG_OPTIONS},
+    )
 
 
 def get_engine(url: str) -> Engine:

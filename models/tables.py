@@ -184,7 +184,8 @@ class MemoryRow(Base):
     embedding_next_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_next_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # PostgreSQL also has `content_tsv` (a generated tsvector, migration 0002); it is not
-    # mapped here because SQLite has no such column. models/store/assembly_reads.py uses it.
+    # mapped here because SQLite has no such column. models/store/assembly_reads.py ranks
+    # candidates with it. An HNSW index per embedder may exist too (store/vector_index.py).
     access_count: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
     accessed_at: Mapped[datetime] = mapped_column(UTC_DT)
@@ -200,7 +201,9 @@ class MemoryKeyword(Base):
     """Inverted keyword index: dedup candidates come from here, never a scan of the store."""
 
     __tablename__ = "memory_keywords"
-    __table_args__ = (Index("ix_memory_keywords_user_keyword", "user_id", "keyword"),)
+    __table_args__ = (
+        Index("ix_memory_keywords_user_keyword_memory", "user_id", "keyword", "memory_id"),
+    )
 
     memory_id: Mapped[str] = mapped_column(
         String(40), ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True

@@ -67,3 +67,18 @@ def derive_budget(
             required=required + math.ceil(1 / keep),
         )
     return budget
+
+
+# Fewer tokens than any memory line costs: with a real id ("mem_" + 24 hex digits) the
+# tags and attributes alone (`<memory id="mem_…" tier="pinned" importance="0.50"
+# category="fact" created="2026-01-15"></memory>`) are about 48 tokens in o200k_base and
+# cl100k_base. A sizing rule, not a bound: the budget is still enforced line by line.
+MIN_MEMORY_LINE_TOKENS = 40
+
+
+def strategy_top_k(budget_tokens: int, memory_share: float, configured: int) -> int:
+    """Memories to read per strategy order: `configured`, or more when the memories'
+    share of the budget could hold more lines than that, so a big budget is not left
+    half empty for want of candidates (108,900 tokens × 0.5 → 1,362)."""
+    fits = math.ceil(budget_tokens * memory_share / MIN_MEMORY_LINE_TOKENS)
+    return max(configured, fits)

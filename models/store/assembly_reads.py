@@ -1,14 +1,18 @@
 """The assembler's reads: the few index-backed queries behind one context.
 
 One round trip on PostgreSQL: the UNION of the ids of pinned and verified items; the
-best by the chosen strategy; the vector top-k against the query (exact per-user scan
-through `ix_memories_user_status`, pgvector computes the cosine); and the lexical top-k
-(the GIN index on `content_tsv`, ranked by ts_rank_cd); then those rows, each once, with
-its cosine and its ts_rank_cd, so embeddings never leave the database on this path.
+best by the chosen strategy (`strategy_top_k` per order, through the per-user btree
+indexes); the vector top-k against the query (ordered by `embedding::vector(dim) <=> q`
+under the embedder's own condition, so an HNSW index of that embedder serves it when one
+exists, see models/store/vector_index.py, and the exact per-user scan otherwise); and the
+lexical top-k (the user's memories sharing the most of the query's keywords, an
+index-only scan of `memory_keywords`); then those rows, each once, with the cosine and
+ts_rank_cd of the query against `content_tsv`, so embeddings never leave the database on
+this path and only the candidates are ranked.
 
 SQLite: the same parts without the vector one (cosines are computed in numpy over the
-user's vectors) and with the lexical top-k taken from the `memory_keywords` index; the
-lexical score is BM25 over the candidates' keywords (`pipeline.lexical.bm25_scores`).
+user's vectors); the lexical score is BM25 over the candidates' keywords
+(`pipeline.lexical.bm25_scores`).
 
 Cosines are only computed between vectors of one embedder: a vector is compared with the
 query vector of its own (model, dim). When candidates carry vectors of a model no query
@@ -154,7 +158,18 @@ def websearch_terms(query: str) -> str | None:
 
 
 def _is(model: str, dim: int) -> ColumnElement[bool]:
-    return and_(MemoryRow.embedding_model == model, MemoryRow.embedding_dim == dim)
+    # Inlined as literals: the planner can use a partial index (WHERE embedding_model =
+    # '…' AND embedding_dim = …) only when it can prove that predicate from the query,
+    # which it cannot from bound parameters under a generic plan.
+    return and_(
+        MemoryRow.embedding_model == bindparam(None, model, literal_execute=True),
+        MemoryRow.embedding_dim == bindparam(None, dim, literal_execute=True),
+    )
+
+
+def _distance(dim: int, q: Any) -> Any:
+    """Cosine distance in the form the HNSW indexes are built on (vector_index.py)."""
+    return cast(MemoryRow.embedding, Vector(dim)).op("<=>", return_type=Float)(q)
 
 
 def assembly_candidates(
@@ -166,10 +181,18 @@ def assembly_candidates(
     query_vector: QueryVector | None,
     query_text: str | None = None,
     top_k: int,
+    strategy_top_k: int | None = None,
     lexical_top_k: int | None = None,
     include_sensitive: bool = False,
     embed_for: EmbedFor | None = None,
+    approximate: bool = False,
 ) -> AssemblyCandidates:
+    """The candidates of one assembly: `top_k` by cosine, `strategy_top_k` (default
+    `top_k`) per strategy order, `lexical_top_k` (default `top_k`) by shared keywords.
+
+    `approximate`: the vector top-k may come from an HNSW index (PostgreSQL). Its order
+    is then the distance alone, as an index scan gives it; exact reads break distance
+    ties by id, which keeps the index out but makes the k-th place deterministic."""
     visible = _visible(user_id, now, include_sensitive)
     postgres = session.get_bind().dialect.name == "postgresql"
     if query_vector is not None and not query_vector.vector:
@@ -182,10 +205,9 @@ def assembly_candidates(
     if postgres and query_vector is not None:
         q = bindparam("q", value=list(query_vector.vector), type_=Vector())
         relevance_col = _pg_cosine(query_vector, q).label("relevance")
-    tsq: Any = None
-    content_tsv: Any = literal_column("memories.content_tsv")
     if postgres and terms is not None:
         tsq = func.websearch_to_tsquery(literal_column("'english'"), bindparam("tsq", terms))
+        content_tsv: Any = literal_column("memories.content_tsv")
         lexical_col = func.ts_rank_cd(content_tsv, tsq).label("lexical")
 
     def part(*conditions: Any) -> Any:
@@ -194,20 +216,20 @@ def assembly_candidates(
         # of a 10k-memory user went from 186 to 115 ms on a 2-core machine).
         return select(MemoryRow.id).where(*visible, *conditions)
 
-    def top(select_: Any, *orders: Any, k: int = top_k) -> Any:
-        return select_.order_by(*orders, MemoryRow.id).limit(k).subquery().select()
+    def top(select_: Any, order: Any, k: int, *, by_id: bool = True) -> Any:
+        orders = (order, MemoryRow.id) if by_id else (order,)
+        return select_.order_by(*orders).limit(k).subquery().select()
 
     lexical_k = lexical_top_k or top_k
+    strategy_k = strategy_top_k or top_k
 
     parts: list[Any] = [part(MemoryRow.tier.in_(("pinned", "verified")))]
-    parts += [top(part(), order) for order in _strategy_orders(strategy)]
+    parts += [top(part(), order, strategy_k) for order in _strategy_orders(strategy)]
     if q is not None and query_vector is not None:
         dim = len(query_vector.vector)
-        parts.append(top(part(_is(query_vector.model, dim)), MemoryRow.embedding.op("<=>")(q)))
-    if tsq is not None:
-        rank = func.ts_rank_cd(content_tsv, tsq)
-        parts.append(top(part(content_tsv.op("@@")(tsq)), rank.desc(), k=lexical_k))
-    if not postgres and query_text:
+        vector_part = part(_is(query_vector.model, dim))
+        parts.append(top(vector_part, _distance(dim, q), top_k, by_id=not approximate))
+    if query_text:
         words = sorted(keywords(query_text))[:MAX_QUERY_TERMS]
         if words:
             parts.append(part(MemoryRow.id.in_(_keyword_matches(user_id, words, lexical_k))))
@@ -224,7 +246,8 @@ def assembly_candidates(
     if terms is not None:
         mode = f"{'fts' if postgres else 'bm25'}+{mode}"
     if query_vector is not None:
-        mode = f"{'pgvector-exact' if postgres else 'numpy-cosine'}+{mode}"
+        pg_mode = "pgvector-hnsw" if approximate else "pgvector-exact"
+        mode = f"{pg_mode if postgres else 'numpy-cosine'}+{mode}"
         if not postgres:
             found.numpy_top_k(query_vector)
         other = found.other_model(query_vector)
@@ -249,8 +272,8 @@ def assembly_candidates(
 def _pg_cosine(query_vector: QueryVector, q: Any) -> Any:
     # Only vectors of the query's own embedder are compared: `<=>` between vectors of
     # two dimensions is an error, and between two models of one dimension, nonsense.
-    distance = MemoryRow.embedding.op("<=>", return_type=Float)(q)
-    return case((_is(query_vector.model, len(query_vector.vector)), 1 - distance), else_=None)
+    dim = len(query_vector.vector)
+    return case((_is(query_vector.model, dim), 1 - _distance(dim, q)), else_=None)
 
 
 def _top_pool(sims: Any, k: int) -> list[int]:
@@ -264,7 +287,8 @@ def _top_pool(sims: Any, k: int) -> list[int]:
 
 
 def _keyword_matches(user_id: str, words: list[str], limit: int) -> Any:
-    """Ids of the user's memories sharing the most of `words` (the inverted keyword index)."""
+    """Ids of the user's memories sharing the most of `words`: an index-only scan of
+    `ix_memory_keywords_user_keyword_memory` (migration 0003)."""
     shared = func.count(MemoryKeyword.keyword)
     return (
         select(MemoryKeyword.memory_id)
@@ -316,7 +340,7 @@ class _Found:
         select_ = (
             select(*_COLUMNS, _pg_cosine(query_vector, q).label("relevance"), lexical_col)
             .where(*self._visible, _is(query_vector.model, len(query_vector.vector)))
-            .order_by(MemoryRow.embedding.op("<=>")(q), MemoryRow.id)
+            .order_by(_distance(len(query_vector.vector), q), MemoryRow.id)
             .limit(self._top_k)
         )
         self.add_rows(self._session.execute(select_).all())

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.budget import derive_budget, validate_budget
+from pipeline.budget import MIN_MEMORY_LINE_TOKENS, derive_budget, strategy_top_k, validate_budget
+from pipeline.context_format import memory_line
+from pipeline.tokens import get_encoding
+from tests.unit.assembly_helpers import mem
 from pipeline.errors import BudgetError
 
 
@@ -107,3 +110,23 @@ def test_validate_budget() -> None:
     for wrong_type in (True, 1.5, "100"):
         with pytest.raises(ValueError, match="whole number"):
             validate_budget(wrong_type)  # type: ignore[arg-type]
+
+
+def test_strategy_top_k_is_the_setting_for_a_small_budget() -> None:
+    assert strategy_top_k(4000, 0.5, 50) == 50
+    assert strategy_top_k(1000, 0.5, 50) == 50
+
+
+def test_strategy_top_k_grows_so_a_big_budget_can_be_filled() -> None:
+    # the derived default budget (128k window) holds far more than 50 short memories
+    assert strategy_top_k(108_900, 0.5, 50) == 1362
+    assert strategy_top_k(108_900, 1.0, 50) == 2723
+
+
+def test_the_line_floor_is_below_every_real_memory_line() -> None:
+    """If a memory line could cost less than the floor, a big budget could be left with
+    fewer candidates than would fit; check the shortest plausible one."""
+    # ids are "mem_" + 24 hex digits (models/store/memories.py)
+    line = memory_line(mem("mem_0123456789abcdef01234567", content="Ana.", tier="pinned"))
+    for name in ("o200k_base", "cl100k_base"):
+        assert len(get_encoding(name).encode_ordinary(line)) >= MIN_MEMORY_LINE_TOKENS

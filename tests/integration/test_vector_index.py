@@ -1,0 +1,146 @@
+"""HNSW indexes per embedder (models/store/vector_index.py) and the vector read that uses
+them, on PostgreSQL with pgvector."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import event, text
+
+from models.db import get_engine, unit_of_work
+from models.schemas import MemoryCreate
+from models.store import assembly_reads, memories, vector_index
+from models.store.assembly_reads import QueryVector
+from pipeline.keywords import keywords
+
+MODEL = "dense-test"
+DIM = 3
+
+
+def unit(angle: float) -> list[float]:
+    return [math.cos(angle), math.sin(angle), 0.0]
+
+
+def add_many(url: str, now: datetime, n: int) -> dict[str, float]:
+    """n memories of user u1 whose vectors lie at angles 0 … π/2; id → angle."""
+    angles: dict[str, float] = {}
+    with unit_of_work(url) as s:
+        for i in range(n):
+            angle = (math.pi / 2) * i / (n - 1)
+            content = f"User note number {i} about topic {i % 7}"
+            memory = memories.add(
+                s,
+                user_id="u1",
+                memory=MemoryCreate(content=content, importance=0.5),
+                keywords=keywords(content),
+                embedding=unit(angle),
+                embedding_model=MODEL,
+                now=now,
+            )
+            angles[memory.id] = angle
+    return angles
+
+
+def vector_read(url: str, now: datetime, angle: float, *, approximate: bool, k: int) -> Any:
+    with unit_of_work(url) as s:
+        return assembly_reads.assembly_candidates(
+            s,
+            "u1",
+            now=now,
+            strategy="scored",
+            query_vector=QueryVector(MODEL, unit(angle)),
+            top_k=k,
+            strategy_top_k=1,
+            approximate=approximate,
+        )
+
+
+def test_ensure_builds_one_valid_partial_index_and_is_idempotent(pg: str) -> None:
+    engine = get_engine(pg)
+    name = vector_index.ensure_hnsw(engine, MODEL, DIM)
+    assert name == vector_index.index_name(MODEL, DIM)
+    assert vector_index.ensure_hnsw(engine, MODEL, DIM) == name
+    assert vector_index.hnsw_indexes(engine).count(name) == 1
+    with engine.connect() as conn:
+        definition = conn.execute(
+            text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": name}
+        ).scalar_one()
+        valid = conn.execute(
+            text(
+                "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE c.relname = :n"
+            ),
+            {"n": name},
+        ).scalar_one()
+    assert valid is True
+    assert "USING hnsw (((embedding)::vector(3)) vector_cosine_ops)" in definition
+    assert f"embedding_model)::text = '{MODEL}'::text" in definition
+    assert "embedding_dim = 3" in definition
+
+
+def test_a_quote_in_the_model_name_cannot_break_the_statement(pg: str) -> None:
+    name = vector_index.ensure_hnsw(get_engine(pg), "it's-a-model", 4)
+    assert name is not None and name in vector_index.hnsw_indexes(get_engine(pg))
+
+
+def test_the_approximate_read_goes_through_the_hnsw_index_and_finds_the_nearest(
+    pg: str, now: datetime
+) -> None:
+    angles = add_many(pg, now, 40)
+    vector_index.ensure_hnsw(get_engine(pg), MODEL, DIM)
+    statements: list[tuple[str, Any]] = []
+    engine = get_engine(pg)
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        statements.append((statement, params))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        got = vector_read(pg, now, 0.3, approximate=True, k=5)
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    nearest = sorted(angles, key=lambda i: (abs(angles[i] - 0.3), i))[:5]
+    assert set(nearest) <= {m.id for m in got.memories}
+    assert got.retrieval_mode.startswith("pgvector-hnsw+")
+    statement, params = statements[0]
+    with engine.connect() as conn:
+        # On 40 rows the planner would rightly sort them all; without sorts it must show
+        # that the read's shape lets the index serve the vector top-k.
+        conn.execute(text("SET enable_sort = off"))
+        plan = conn.exec_driver_sql("EXPLAIN " + statement, params).scalars().all()
+    assert any(vector_index.index_name(MODEL, DIM) in line for line in plan), plan
+
+
+def test_the_exact_read_breaks_distance_ties_by_id(pg: str, now: datetime) -> None:
+    with unit_of_work(pg) as s:
+        for i in range(6):
+            content = f"User same vector {i}"
+            memories.add(
+                s,
+                user_id="u1",
+                memory=MemoryCreate(content=content, importance=0.5),
+                keywords=keywords(content),
+                embedding=unit(0.0),
+                embedding_model=MODEL,
+                now=now,
+            )
+        ids = sorted(m.id for m in memories.list_for_user(s, "u1"))
+    got = vector_read(pg, now, 0.0, approximate=False, k=2)
+    # The vector part's two are the smallest ids among six equal distances; the strategy
+    # parts (k=1, all else equal) add the smallest id again.
+    assert {m.id for m in got.memories} == set(ids[:2])
+    assert got.retrieval_mode.startswith("pgvector-exact+")
+
+
+def test_no_index_on_sqlite_or_beyond_the_hnsw_dimension_limit(
+    pg: str, sqlite_url: str
+) -> None:
+    assert vector_index.ensure_hnsw(get_engine(sqlite_url), MODEL, DIM) is None
+    assert vector_index.hnsw_indexes(get_engine(sqlite_url)) == []
+    big = vector_index.MAX_HNSW_DIM + 1
+    assert vector_index.ensure_hnsw(get_engine(pg), "huge-model", big) is None
+    assert vector_index.index_name("huge-model", big) not in vector_index.hnsw_indexes(
+        get_engine(pg)
+    )

@@ -1,0 +1,40 @@
+"""The HNSW index policy and names (models/store/vector_index.py); building them is
+tested on PostgreSQL in tests/integration/test_vector_index.py."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from models.store.vector_index import index_name, wants_hnsw
+
+
+@pytest.mark.parametrize(
+    ("policy", "model", "expected"),
+    [
+        ("auto", "hashing-256", False),
+        ("auto", "minilm-l6-v2-int8", True),
+        ("auto", "text-embedding-3-small", True),
+        ("hnsw", "hashing-256", True),
+        ("exact", "minilm-l6-v2-int8", False),
+    ],
+)
+def test_policy(policy: str, model: str, expected: bool) -> None:
+    assert wants_hnsw(policy, model) is expected
+
+
+def test_names_are_valid_short_identifiers_distinct_per_model_and_dimension() -> None:
+    long_model = "azure/" + "very-long-deployment-name-" * 5
+    names = {
+        index_name("minilm-l6-v2-int8", 384),
+        index_name("minilm-l6-v2-int8", 256),
+        index_name("Minilm-L6-v2-int8", 384),  # a different stored name
+        index_name(long_model, 1536),
+        index_name("it's/a model", 8),
+    }
+    assert len(names) == 5
+    for name in names:
+        assert len(name.encode()) <= 63
+        assert re.fullmatch(r"ix_memories_hnsw_[a-z0-9_]+", name)
+    assert index_name("minilm-l6-v2-int8", 384) == index_name("minilm-l6-v2-int8", 384)
