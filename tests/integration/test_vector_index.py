@@ -134,9 +134,7 @@ def test_the_exact_read_breaks_distance_ties_by_id(pg: str, now: datetime) -> No
     assert got.retrieval_mode.startswith("pgvector-exact+")
 
 
-def test_no_index_on_sqlite_or_beyond_the_hnsw_dimension_limit(
-    pg: str, sqlite_url: str
-) -> None:
+def test_no_index_on_sqlite_or_beyond_the_hnsw_dimension_limit(pg: str, sqlite_url: str) -> None:
     assert vector_index.ensure_hnsw(get_engine(sqlite_url), MODEL, DIM) is None
     assert vector_index.hnsw_indexes(get_engine(sqlite_url)) == []
     big = vector_index.MAX_HNSW_DIM + 1

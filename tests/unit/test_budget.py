@@ -4,9 +4,9 @@ import pytest
 
 from pipeline.budget import MIN_MEMORY_LINE_TOKENS, derive_budget, strategy_top_k, validate_budget
 from pipeline.context_format import memory_line
+from pipeline.errors import BudgetError
 from pipeline.tokens import get_encoding
 from tests.unit.assembly_helpers import mem
-from pipeline.errors import BudgetError
 
 
 def test_the_article_example() -> None:
