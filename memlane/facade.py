@@ -18,14 +18,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from config.logging import ASSEMBLY_LOGGER
 from config.settings import Settings, load_settings
 from memlane.background import PackWriter
 from models import migrate
-from models.db import get_engine, unit_of_work
+from models.db import get_engine, read_unit, unit_of_work
 from models.schemas import (
     EnqueueResult,
+    EpisodeRecord,
     JobPublic,
     MemoryCreate,
     MemoryPublic,
@@ -53,6 +55,10 @@ from workers.embedders import Embedder, embed_query, embedder_for, get_embedder
 
 assembly_log = logging.getLogger(ASSEMBLY_LOGGER)
 log = logging.getLogger("memlane.facade")
+
+_Reads = tuple[
+    assembly_reads.AssemblyCandidates, list[SoulBlock], list[EpisodeRecord], list[Procedure]
+]
 
 
 def utcnow() -> datetime:
@@ -263,7 +269,7 @@ class Memlane:
             else None
         )
 
-        with unit_of_work(self.url) as session:
+        def read(session: Session) -> _Reads:
             candidates = assembly_reads.assembly_candidates(
                 session,
                 user_id,
@@ -282,6 +288,10 @@ class Memlane:
             souls = context_items.soul_blocks(session, user_id)
             episodes = context_items.recent_episodes(session, user_id, limit=10)
             procedures = context_items.procedures(session, user_id)
+            return candidates, souls, episodes, procedures
+
+        # The hot path: no pre-ping round trip (models.db.read_unit).
+        candidates, souls, episodes, procedures = read_unit(self.url, read)
 
         weights = weights or Weights(**s.weights.model_dump())
         query_words = keywords(query) if query else frozenset()

@@ -4,15 +4,17 @@ forked children each build their own (see workers/app.py)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+_T = TypeVar("_T")
 _lock = threading.Lock()
-_engines: dict[str, Engine] = {}
+_engines: dict[tuple[str, bool], Engine] = {}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -33,26 +35,27 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 PG_OPTIONS = "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100"
 
 
-def build_engine(url: str) -> Engine:
+def build_engine(url: str, *, pre_ping: bool = True) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     return create_engine(
         url,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
         pool_size=5,
         max_overflow=10,
         connect_args={"options": PG_OPTIONS},
     )
 
 
-def get_engine(url: str) -> Engine:
-    """One engine per URL per process."""
+def get_engine(url: str, *, pre_ping: bool = True) -> Engine:
+    """One engine per URL per process; and one without the pre-ping for the hot read
+    path (see `read_unit`)."""
     with _lock:
-        engine = _engines.get(url)
+        engine = _engines.get((url, pre_ping))
         if engine is None:
-            engine = _engines[url] = build_engine(url)
+            engine = _engines[(url, pre_ping)] = build_engine(url, pre_ping=pre_ping)
         return engine
 
 
@@ -64,8 +67,8 @@ def dispose_engines() -> None:
         _engines.clear()
 
 
-def session_factory(url: str) -> sessionmaker[Session]:
-    return sessionmaker(get_engine(url), expire_on_commit=False)
+def session_factory(url: str, *, pre_ping: bool = True) -> sessionmaker[Session]:
+    return sessionmaker(get_engine(url, pre_ping=pre_ping), expire_on_commit=False)
 
 
 @contextmanager
@@ -78,3 +81,21 @@ def unit_of_work(url: str) -> Iterator[Session]:
             yield session
     finally:
         session.close()
+
+
+def read_unit(url: str, read: Callable[[Session], _T]) -> _T:
+    """Run `read` in a transaction on a pooled connection without the pre-ping, which
+    costs a round trip on every checkout (0.5 ms of a 1.3 ms trivial read here). A
+    connection the server dropped (a restart) fails its first statement instead; the
+    pool then drops it and `read`, which must only read, runs once more."""
+    for attempt in (1, 2):
+        session = session_factory(url, pre_ping=False)()
+        try:
+            with session.begin():
+                return read(session)
+        except DBAPIError as exc:
+            if attempt == 2 or not exc.connection_invalidated:
+                raise
+        finally:
+            session.close()
+    raise AssertionError("unreachable")

@@ -1,0 +1,49 @@
+"""The hot path's read without the pool's pre-ping (models.db.read_unit): a connection
+the server dropped costs one retry, not an error; other errors are not retried."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.orm import Session
+
+from models.db import get_engine, read_unit
+from tests.integration.conftest import PG_ADMIN_URL
+
+
+def backend_pid(session: Session) -> int:
+    return int(session.execute(text("SELECT pg_backend_pid()")).scalar_one())
+
+
+def test_a_read_survives_its_pooled_connection_being_killed(pg: str) -> None:
+    first = read_unit(pg, backend_pid)  # now pooled, idle
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s)", (first,)).fetchone() == (True,)
+    calls: list[int] = []
+
+    def read(session: Session) -> int:
+        calls.append(1)
+        return backend_pid(session)
+
+    second = read_unit(pg, read)
+    assert second != first
+    assert len(calls) == 2  # the dead connection's attempt, then a fresh one
+
+
+def test_other_errors_are_raised_at_once(pg: str) -> None:
+    calls: list[int] = []
+
+    def read(session: Session) -> None:
+        calls.append(1)
+        session.execute(text("SELECT * FROM no_such_table"))
+
+    with pytest.raises(ProgrammingError):
+        read_unit(pg, read)
+    assert calls == [1]
+
+
+def test_the_read_engine_does_not_ping(pg: str) -> None:
+    assert get_engine(pg, pre_ping=False).pool._pre_ping is False
+    assert get_engine(pg).pool._pre_ping is True
