@@ -449,6 +449,23 @@ def test_db_upgrade_migrates_and_prints_the_revision(tmp_path: Path, pg: str) ->
     assert migrate.is_up_to_date(url)
 
 
+def test_db_upgrade_builds_the_configured_embedders_hnsw_index(pg: str) -> None:
+    from models.db import get_engine
+    from models.store import vector_index
+
+    name = vector_index.index_name("hashing-64", 64)
+    with get_engine(pg).begin() as conn:
+        conn.exec_driver_sql(f'DROP INDEX IF EXISTS "{name}"')
+    auto = cli(pg, "db", "upgrade", MEMLANE_EMBEDDING_DIM="64")  # auto: not for hashing
+    assert auto.exit_code == 0 and "HNSW" not in auto.stdout
+    assert name not in vector_index.hnsw_indexes(get_engine(pg))
+
+    forced = cli(pg, "db", "upgrade", MEMLANE_EMBEDDING_DIM="64", MEMLANE_VECTOR_INDEX="hnsw")
+    assert forced.exit_code == 0, forced.output
+    assert forced.stdout.endswith(f"vector index: {name}\n")
+    assert name in vector_index.hnsw_indexes(get_engine(pg))
+
+
 def test_worker_builds_the_celery_command_and_needs_a_broker(sqlite_url: str) -> None:
     dry = cli(sqlite_url, "worker", "--queues", "extract", "--dry-run")
     assert dry.exit_code == 0
