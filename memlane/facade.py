@@ -184,7 +184,7 @@ class Memlane:
                 session,
                 conversation_id=saved.conversation_id,
                 user_id=saved.user_id,
-                windows=[(w.start_seq, w.end_seq, w.new_from_seq) for w in windows],
+                windows=windows,
                 now=now,
             )
         # Published after the commit: a worker never sees an id before its row exists.

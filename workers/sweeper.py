@@ -44,7 +44,7 @@ def sweep(settings: Settings, *, now: datetime | None = None) -> SweepResult:
                 session,
                 conversation_id=conversation.id,
                 user_id=conversation.user_id,
-                windows=[(w.start_seq, w.end_seq, w.new_from_seq) for w in windows],
+                windows=windows,
                 now=now,
             )
             result.extract.extend(created)

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from models.schemas import JobPublic, JobStage, JobStatus
 from models.tables import Conversation, Job
+from pipeline.cadence import WindowSpec
 from pipeline.errors import MemlaneError, NotFoundError
 
 _JOB_NAMESPACE = uuid.UUID("6f1c2a51-8e0b-4b7e-9d5a-2f3c4b5a6d70")
@@ -30,17 +31,18 @@ def create_jobs(
     *,
     conversation_id: str,
     user_id: str,
-    windows: Sequence[tuple[int, int, int]],
+    windows: Sequence[WindowSpec],
     now: datetime,
 ) -> list[str]:
-    """Insert one queued job per (start_seq, end_seq, new_from_seq) window, skipping those
-    that exist, and move the conversation's extraction mark. Returns the new job ids."""
+    """Insert one queued job per window (pipeline.cadence), skipping those that exist,
+    and move the conversation's extraction mark. Returns the new job ids."""
     if not windows:
         return []
     dialect = session.get_bind().dialect.name
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     created: list[str] = []
-    for start, end, new_from in windows:
+    for window in windows:
+        start, end, new_from = window.start_seq, window.end_seq, window.new_from_seq
         job_id = job_id_for(conversation_id, end)
         result = session.execute(
             insert(Job)
@@ -62,7 +64,7 @@ def create_jobs(
         )
         if result.scalar_one_or_none() is not None:
             created.append(job_id)
-    last_end = max(end for _, end, _ in windows)
+    last_end = max(window.end_seq for window in windows)
     session.execute(
         update(Conversation)
         .where(Conversation.id == conversation_id, Conversation.extracted_to_seq < last_end)

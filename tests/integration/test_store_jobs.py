@@ -6,6 +6,7 @@ import pytest
 
 from models.db import unit_of_work
 from models.store import conversations, jobs
+from pipeline.cadence import WindowSpec
 from pipeline.errors import MemlaneError
 from tests.integration.test_store_conversations import transcript
 
@@ -16,7 +17,11 @@ def seed(url: str, now: datetime) -> list[str]:
     with unit_of_work(url) as s:
         conversations.save_transcript(s, transcript(12), now=now)
         return jobs.create_jobs(
-            s, conversation_id="c1", user_id="u1", windows=[(0, 9, 0), (0, 11, 10)], now=now
+            s,
+            conversation_id="c1",
+            user_id="u1",
+            windows=[WindowSpec(0, 9, 0), WindowSpec(0, 11, 10)],
+            now=now,
         )
 
 
@@ -25,7 +30,7 @@ def test_jobs_are_created_once_per_window(db_url: str, now: datetime) -> None:
     assert len(created) == 2
     with unit_of_work(db_url) as s:
         again = jobs.create_jobs(
-            s, conversation_id="c1", user_id="u1", windows=[(0, 9, 0)], now=now
+            s, conversation_id="c1", user_id="u1", windows=[WindowSpec(0, 9, 0)], now=now
         )
         conv = conversations.get_conversation(s, "c1")
         assert conv is not None and conv.extracted_to_seq == 11

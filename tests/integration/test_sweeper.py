@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 from config.settings import load_settings
 from models.db import unit_of_work
 from models.store import conversations, jobs
+from pipeline.cadence import WindowSpec
 from tests.integration.test_store_conversations import transcript
 from workers import sweeper
 
@@ -28,7 +29,7 @@ def test_a_stuck_job_is_released_and_republished(db_url: str, now: datetime) -> 
     with unit_of_work(db_url) as s:
         conversations.save_transcript(s, transcript(10), now=now)
         [job_id] = jobs.create_jobs(
-            s, conversation_id="c1", user_id="u1", windows=[(0, 9, 0)], now=now
+            s, conversation_id="c1", user_id="u1", windows=[WindowSpec(0, 9, 0)], now=now
         )
         jobs.claim(s, job_id, stage="extract", now=now, stale_after=timedelta(minutes=10))
     later = now + timedelta(minutes=11)
