@@ -1,43 +1,54 @@
-"""Writes that must not slow the request path: context packs, saved by one background
-thread in the process that assembled them (their content never travels through Redis)."""
+"""Work that must not slow the request path, done by background threads of the process
+that assembled: context packs (serialised, logged on `memlane.assembly` and saved here;
+their content never travels through Redis), and access records (the ids of what went
+into contexts, coalesced and handed to the dispatcher a few times a second)."""
 
 from __future__ import annotations
 
+import atexit
+import json
 import logging
 import queue
 import threading
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
 
+from config.logging import ASSEMBLY_LOGGER
 from models.db import unit_of_work
 from models.store import context_items
+from pipeline.assembly_types import PackData, pack_json
 
 log = logging.getLogger("memlane.packs")
+assembly_log = logging.getLogger(ASSEMBLY_LOGGER)
 
-_Item = tuple[str, str, datetime, dict[str, Any]]
+_Flush = threading.Event
 
 
 class PackWriter:
+    """Serialises, logs and saves the packs handed to `submit`, in batches."""
+
     def __init__(self, url: str, *, batch: int = 100) -> None:
         self._url = url
         self._batch = batch
-        self._queue: queue.Queue[_Item | None] = queue.Queue(maxsize=10_000)
+        self._queue: queue.Queue[PackData | _Flush | None] = queue.Queue(maxsize=10_000)
         self._thread = threading.Thread(target=self._run, name="memlane-packs", daemon=True)
         self._thread.start()
 
-    def submit(
-        self, pack_id: str, user_id: str, assembled_at: datetime, body: dict[str, Any]
-    ) -> None:
+    def submit(self, pack: PackData) -> None:
+        """Hand over a pack (`AssembledContext.pack_data`); it is not copied, so it must
+        not change afterwards."""
         try:
-            self._queue.put_nowait((pack_id, user_id, assembled_at, body))
+            self._queue.put_nowait(pack)
         except queue.Full:
-            # The pack is also in the assembly log line; losing the stored copy under
-            # overload is better than blocking the chat app.
-            log.warning("pack writer is behind; pack %s is only in the log", pack_id)
+            # Losing a pack under overload is better than blocking the chat app; its id
+            # is logged so "why was this not in the prompt?" at least says why not.
+            log.warning(
+                "pack writer is behind; pack %s is neither logged nor saved", pack["pack_id"]
+            )
 
     def flush(self, timeout: float = 10.0) -> None:
         done = threading.Event()
-        self._queue.put(("__flush__", "", datetime.min, {"event": done}))
+        self._queue.put(done)
         done.wait(timeout)
 
     def close(self) -> None:
@@ -47,29 +58,110 @@ class PackWriter:
     def _run(self) -> None:
         stop = False
         while not stop:
-            item = self._queue.get()
-            items: list[_Item | None] = [item]
+            items: list[PackData | _Flush | None] = [self._queue.get()]
             while len(items) < self._batch:
                 try:
                     items.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            packs = [i for i in items if i is not None and i[0] != "__flush__"]
+            packs = [i for i in items if isinstance(i, dict)]
             if packs:
-                try:
-                    with unit_of_work(self._url) as session:
-                        for pack_id, user_id, assembled_at, body in packs:
-                            context_items.save_pack(
-                                session,
-                                pack_id=pack_id,
-                                user_id=user_id,
-                                assembled_at=assembled_at,
-                                body=body,
-                            )
-                except Exception:
-                    log.exception("could not save %d context packs", len(packs))
+                self._write(packs)
             for i in items:
                 if i is None:
                     stop = True
-                elif i[0] == "__flush__":
-                    i[3]["event"].set()
+                elif isinstance(i, threading.Event):
+                    i.set()
+
+    def _write(self, packs: list[PackData]) -> None:
+        try:
+            bodies = [pack_json(pack) for pack in packs]
+            if assembly_log.isEnabledFor(logging.INFO):
+                for body in bodies:
+                    assembly_log.info(json.dumps(body, sort_keys=True, separators=(",", ":")))
+            with unit_of_work(self._url) as session:
+                for pack, body in zip(packs, bodies, strict=True):
+                    context_items.save_pack(
+                        session,
+                        pack_id=pack["pack_id"],
+                        user_id=pack["user_id"],
+                        assembled_at=pack["assembled_at"],
+                        body=body,
+                    )
+        except Exception:
+            log.exception("could not save %d context packs", len(packs))
+
+
+Publish = Callable[[Sequence[str], Sequence[datetime]], None]
+
+
+class AccessRecorder:
+    """Coalesces access records: each memory id keeps the latest moment it went into a
+    context, and every `interval_s` all of them are handed to `publish` (the dispatcher's
+    batch `record_access`) at once, from this thread. `flush` publishes at once.
+
+    At most `max_pending` ids wait; past that, new ids are left out and counted, and the
+    count is logged as a warning (the memories' recency then lags until their next use).
+    A failed publish keeps its ids for the next round (within the same limit)."""
+
+    def __init__(
+        self, publish: Publish, *, interval_s: float = 0.2, max_pending: int = 100_000
+    ) -> None:
+        self._publish = publish
+        self._interval_s = interval_s
+        self._max_pending = max_pending
+        self._pending: dict[str, datetime] = {}
+        self._left_out = 0
+        self._lock = threading.Lock()  # guards _pending and _left_out
+        self._publishing = threading.Lock()  # one publish at a time, in order
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="memlane-access", daemon=True)
+        self._thread.start()
+        # A process that never calls close still hands over its last interval's ids.
+        atexit.register(self.close)
+
+    def add(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
+        with self._lock:
+            pending = self._pending
+            for memory_id in memory_ids:
+                seen = pending.get(memory_id)
+                if seen is None:
+                    if len(pending) >= self._max_pending:
+                        self._left_out += 1
+                        continue
+                    pending[memory_id] = accessed_at
+                elif seen < accessed_at:
+                    pending[memory_id] = accessed_at
+
+    def flush(self) -> None:
+        """Publish what is pending now, in the caller's thread."""
+        with self._publishing:
+            with self._lock:
+                pending, self._pending = self._pending, {}
+                left_out, self._left_out = self._left_out, 0
+            if left_out:
+                log.warning(
+                    "access records are behind: %d memory ids were left out "
+                    "(their accessed_at moves at their next use)",
+                    left_out,
+                )
+            if not pending:
+                return
+            try:
+                self._publish(list(pending), list(pending.values()))
+            except Exception:
+                log.exception("could not publish %d access records; retrying", len(pending))
+                for memory_id, moment in pending.items():
+                    self.add([memory_id], moment)
+
+    def close(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        atexit.unregister(self.close)
+        self._thread.join(timeout=10)
+        self.flush()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            self.flush()

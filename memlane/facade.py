@@ -9,7 +9,6 @@ prompt = context.text + "\n\n" + user_message
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -20,14 +19,12 @@ from typing import Any
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from config.logging import ASSEMBLY_LOGGER
 from config.settings import Settings, load_settings
-from memlane.background import PackWriter
+from memlane.background import AccessRecorder, PackWriter
 from models import migrate
 from models.db import get_engine, read_unit, unit_of_work
 from models.schemas import (
     EnqueueResult,
-    EpisodeRecord,
     JobPublic,
     MemoryCreate,
     MemoryPublic,
@@ -53,12 +50,9 @@ from pipeline.tokens import encoding_for_model
 from workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
 from workers.embedders import Embedder, embed_query, embedder_for, get_embedder
 
-assembly_log = logging.getLogger(ASSEMBLY_LOGGER)
 log = logging.getLogger("memlane.facade")
 
-_Reads = tuple[
-    assembly_reads.AssemblyCandidates, list[SoulBlock], list[EpisodeRecord], list[Procedure]
-]
+_Reads = tuple[assembly_reads.AssemblyCandidates, context_items.ContextItems]
 
 
 def utcnow() -> datetime:
@@ -118,6 +112,7 @@ class Memlane:
         self._embedder: Embedder | None = None
         self._stored_embedders: dict[tuple[str, int], Embedder] = {}
         self._packs: PackWriter | None = None
+        self._accesses: AccessRecorder | None = None
         self._check_schema()
 
     @classmethod
@@ -150,6 +145,8 @@ class Memlane:
         return self._embedder
 
     def close(self) -> None:
+        if self._accesses is not None:
+            self._accesses.close()
         if self._packs is not None:
             self._packs.close()
         if self._dispatcher is not None:
@@ -285,13 +282,11 @@ class Memlane:
                 embed_for=self._query_in(query) if query else None,
                 approximate=wants_hnsw(s.vector_index, self.embedder.name),
             )
-            souls = context_items.soul_blocks(session, user_id)
-            episodes = context_items.recent_episodes(session, user_id, limit=10)
-            procedures = context_items.procedures(session, user_id)
-            return candidates, souls, episodes, procedures
+            return candidates, context_items.context_items(session, user_id, episode_limit=10)
 
         # The hot path: no pre-ping round trip (models.db.read_unit).
-        candidates, souls, episodes, procedures = read_unit(self.url, read)
+        candidates, items = read_unit(self.url, read)
+        procedures = items.procedures
 
         weights = weights or Weights(**s.weights.model_dump())
         query_words = keywords(query) if query else frozenset()
@@ -308,23 +303,19 @@ class Memlane:
                 relevance=blend_relevance(candidates, s.hybrid_lexical_weight),
                 weights=weights,
                 half_life_hours=s.half_life_hours,
-                soul_blocks=souls,
-                episodes=episodes,
+                soul_blocks=items.soul_blocks,
+                episodes=items.episodes,
                 procedures=procedures,
                 procedure_ids=frozenset(p.id for p in procedures if p.keywords & query_words),
                 memory_share=s.memory_share,
                 include_sensitive=include_sensitive,
             )
         )
-        body = result.pack.model_dump(mode="json")
-        # Serialising a pack of hundreds of items costs more than the ranking; do it only
-        # when the line will be written.
-        if assembly_log.isEnabledFor(logging.INFO):
-            assembly_log.info(json.dumps(body, sort_keys=True, separators=(",", ":")))
-        # Off the request path: the pack is written by a background thread and
-        # accessed_at moves in a worker; neither is waited for.
-        self._pack_writer().submit(result.pack.pack_id, user_id, now, body)
-        self.dispatcher.record_access(result.included_memory_ids, now)
+        # Off the request path: a background thread serialises, logs and saves the pack,
+        # and another hands the included ids to the dispatcher a few times a second
+        # (accessed_at moves in a worker); neither is waited for.
+        self._pack_writer().submit(result.pack_data)
+        self._access_recorder().add(result.included_memory_ids, now)
         return result
 
     def _query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
@@ -350,8 +341,16 @@ class Memlane:
             self._packs = PackWriter(self.url)
         return self._packs
 
+    def _access_recorder(self) -> AccessRecorder:
+        if self._accesses is None:
+            self._accesses = AccessRecorder(self.dispatcher.record_access)
+        return self._accesses
+
     def flush(self, timeout: float = 10.0) -> None:
-        """Wait for background writes (packs, in-process access records)."""
+        """Wait for background writes (packs, access records: published, and run when
+        the worker is in-process)."""
+        if self._accesses is not None:
+            self._accesses.flush()
         if self._packs is not None:
             self._packs.flush(timeout)
         if isinstance(self._dispatcher, InProcessDispatcher):

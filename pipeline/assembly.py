@@ -20,10 +20,16 @@ Rules, in the order they are applied:
    does not fit what is left of the whole budget: what the memories did not use flows on.
 5. Accounting: each rendered line is counted once (cached by line) and lines, section
    wrappers and the root add up to the document's count, since every line ends in `>` +
-   newline (see context_format). The finished string is then counted exactly; should it
-   ever be over the budget, the lowest-ranked candidates, then procedures, then episodes
+   newline (see context_format). For the encodings whose pre-tokeniser is known to
+   split there (`ADDITIVE_PATTERNS`: tiktoken's cl100k_base, o200k_base and p50k_base;
+   test_context_format checks it for any content), that sum is the exact count of the
+   finished string. Any other encoding's finished string is counted whole; should it
+   be over the budget, the lowest-ranked candidates, then procedures, then episodes
    (oldest first), then verified memories (oldest first, with events) are removed until
    it fits (drop reason "recount"). So used_tokens == count(text) <= budget, always.
+
+The pack comes back as plain data (`AssembledContext.pack_data`); the ContextPack model
+is built from it only when asked for.
 """
 
 from __future__ import annotations
@@ -46,17 +52,25 @@ from pipeline import context_format as fmt
 from pipeline.assembly_types import (
     AssembledContext,
     AssemblyInput,
-    ContextPack,
     DropReason,
     ItemSection,
+    PackData,
     PackEvent,
 )
 from pipeline.budget import validate_budget
 from pipeline.errors import BudgetError
 from pipeline.scoring import RankedMemory, rank
+from pipeline.tokens import ENCODING_SPECS
 
 _PACK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "memlane:context-pack")
 _R = TypeVar("_R", SoulBlock, MemoryRecord, EpisodeRecord, Procedure)
+
+# Pre-tokenisers that always end a piece at `>` + newline before `<` (see rule 5).
+ADDITIVE_PATTERNS = frozenset(spec.pat_str for spec in ENCODING_SPECS.values())
+
+
+def _additive(encoding: tiktoken.Encoding) -> bool:
+    return getattr(encoding, "_pat_str", None) in ADDITIVE_PATTERNS
 
 
 @lru_cache(maxsize=65_536)
@@ -132,9 +146,12 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         m = item.memory
         return _Entry(m, m.id, "memories", "memory", line, _tokens(encoding, line), item)
 
-    by_age = filters.newest_first(ranked)
-    pinned = [memory(r) for r in by_age if r.memory.tier == "pinned"]
-    verified = [memory(r) for r in by_age if r.memory.tier == "verified"]
+    pinned = [
+        memory(r) for r in filters.newest_first(r for r in ranked if r.memory.tier == "pinned")
+    ]
+    verified = [
+        memory(r) for r in filters.newest_first(r for r in ranked if r.memory.tier == "verified")
+    ]
     candidates = [memory(r) for r in ranked if r.memory.tier == "candidate"]
     soul = [
         _Entry(b, f"soul:{b.kind}", "soul", "soul", line, _tokens(encoding, line))
@@ -167,7 +184,13 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         *reversed(verified),
     ]
     text, used = _render_within_budget(
-        request.user_id, (soul, memories, episodes, procedures), removable, budget, encoding, events
+        request.user_id,
+        (soul, memories, episodes, procedures),
+        removable,
+        budget,
+        encoding,
+        events,
+        exact=account.used if _additive(encoding) else None,
     )
     if candidates and not any(entry.included for entry in candidates):
         events.append(PackEvent(type="no_candidates_fit"))
@@ -180,11 +203,10 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         procedures=[e.record for e in procedures if e.included],
     )
     considered: list[_AnyEntry] = [*soul, *memories, *episodes, *procedures]
-    pack = _pack(request, budget, used, text, considered, excluded, events)
     return AssembledContext(
         text=text,
         json=fmt.as_json(selection),
-        pack=pack,
+        pack_data=_pack(request, budget, used, text, considered, excluded, events),
         included_memory_ids=[m.id for m in selection.memories],
     )
 
@@ -242,17 +264,21 @@ def _render_within_budget(
     budget: int,
     encoding: tiktoken.Encoding,
     events: list[PackEvent],
+    *,
+    exact: int | None,
 ) -> tuple[str, int]:
-    """Render the included entries and count the string exactly. While it is over the
-    budget, remove entries in `removable` order, at least as many tokens as it is over,
-    and count again: each round removes an entry or raises, so the loop is bounded."""
+    """Render the included entries. `exact` is their count when the encoding is
+    additive (rule 5), which the account never lets exceed the budget; otherwise the
+    string is counted whole and, while it is over the budget, entries are removed in
+    `removable` order, at least as many tokens as it is over, and it is counted again:
+    each round removes an entry or raises, so the loop is bounded."""
     while True:
         lines = {
             name: [e.line for e in entries if e.included]
             for name, entries in zip(fmt.SECTION_ORDER, sections, strict=True)
         }
         text = fmt.render_document(user_id, lines)
-        used = len(encoding.encode_ordinary(text))
+        used = exact if exact is not None else len(encoding.encode_ordinary(text))
         if used <= budget:
             return text, used
         still_in = [e for e in removable if e.included]
@@ -265,6 +291,7 @@ def _render_within_budget(
             freed += entry.tokens
             if freed >= used - budget:
                 break
+        exact = None
 
 
 def _over_budget(budget: int, required: int, soul: int, pinned: int) -> BudgetError:
@@ -285,41 +312,56 @@ def _pack(
     considered: Sequence[_AnyEntry],
     excluded: Sequence[tuple[MemoryRecord, DropReason]],
     events: list[PackEvent],
-) -> ContextPack:
-    """The context pack. Its id is a uuid5 of what identifies the call and of the text,
-    so the same call gives the same id and a different result a different one."""
+) -> PackData:
+    """The context pack, as plain data with every field of ContextPack and PackItem
+    (so it equals the model's dump). Its id is a uuid5 of what identifies the call and
+    of the text, so the same call gives the same id and a different result a different one."""
     items: list[dict[str, object]] = []
+    dropped = 0
+    reasons: Counter[str] = Counter()
     for e in considered:
-        item: dict[str, object] = {
-            "id": e.id,
-            "section": e.kind,
-            "tier": e.tier,
-            "tokens": e.tokens,
-            "included": e.included,
-            "drop_reason": e.drop_reason,
-        }
-        if e.ranked is not None:
-            b = e.ranked.breakdown
-            item["score"] = e.ranked.score
-            item["components"] = {
+        ranked = e.ranked
+        components: dict[str, float] | None = None
+        if ranked is not None:
+            b = ranked.breakdown
+            components = {
                 "relevance": b.relevance,
                 "importance": b.importance,
                 "recency": b.recency,
                 "frequency": b.frequency,
                 "composite": b.composite,
             }
-        items.append(item)
+        if not e.included:
+            dropped += 1
+            if e.drop_reason is not None:
+                reasons[e.drop_reason] += 1
+        items.append(
+            {
+                "id": e.id,
+                "section": e.kind,
+                "tier": e.tier,
+                "score": None if ranked is None else float(ranked.score),
+                "components": components,
+                "tokens": e.tokens,
+                "included": e.included,
+                "drop_reason": e.drop_reason,
+            }
+        )
     for m, reason in excluded:
+        dropped += 1
+        reasons[reason] += 1
         items.append(
             {
                 "id": m.id,
                 "section": "memory",
                 "tier": m.tier,
+                "score": None,
+                "components": None,
+                "tokens": None,
                 "included": False,
                 "drop_reason": reason,
             }
         )
-    reasons = Counter(str(i["drop_reason"]) for i in items if i["drop_reason"] is not None)
     key = json.dumps(
         [
             request.user_id,
@@ -330,20 +372,17 @@ def _pack(
             hashlib.sha256(text.encode()).hexdigest(),
         ]
     )
-    # One validation of the whole pack is several times faster than one per item.
-    return ContextPack.model_validate(
-        {
-            "pack_id": f"pack_{uuid.uuid5(_PACK_NAMESPACE, key).hex}",
-            "user_id": request.user_id,
-            "query": request.query,
-            "assembled_at": request.now,
-            "strategy": request.strategy,
-            "budget_tokens": budget,
-            "used_tokens": used,
-            "items": items,
-            "dropped_count": sum(1 for i in items if not i["included"]),
-            "drop_reasons": dict(sorted(reasons.items())),
-            "events": events,
-            "retrieval_mode": request.retrieval_mode,
-        }
-    )
+    return {
+        "pack_id": f"pack_{uuid.uuid5(_PACK_NAMESPACE, key).hex}",
+        "user_id": request.user_id,
+        "query": request.query,
+        "assembled_at": request.now,
+        "strategy": request.strategy,
+        "budget_tokens": budget,
+        "used_tokens": used,
+        "items": items,
+        "dropped_count": dropped,
+        "drop_reasons": dict(sorted(reasons.items())),
+        "events": [{"type": event.type, "id": event.id} for event in events],
+        "retrieval_mode": request.retrieval_mode,
+    }

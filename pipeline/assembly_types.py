@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import tiktoken
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
 from models.schemas import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
 from pipeline.context_format import JsonDict
@@ -104,9 +104,37 @@ class ContextPack(Frozen):
     retrieval_mode: str
 
 
+PackData = dict[str, Any]
+
+
 @dataclass(frozen=True, slots=True)
 class AssembledContext:
+    """One assembly's result. `pack_data` is the pack as plain data (the fields of
+    ContextPack, `assembled_at` a datetime); the ContextPack model is only built when
+    `pack` is first read, since validating hundreds of items costs more than choosing
+    them, and the request path needs neither (the background writer stores `pack_json`)."""
+
     text: str  # the XML block, exactly as counted
     json: JsonDict  # the same selection as plain data
-    pack: ContextPack
+    pack_data: PackData
     included_memory_ids: list[str]  # in document order, for record_access
+    _pack: list[ContextPack] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def pack(self) -> ContextPack:
+        if not self._pack:
+            self._pack.append(ContextPack.model_validate(self.pack_data))
+        return self._pack[0]
+
+    @property
+    def pack_id(self) -> str:
+        return str(self.pack_data["pack_id"])
+
+
+_DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
+
+
+def pack_json(data: PackData) -> dict[str, Any]:
+    """The pack as JSON-ready data, equal to `ContextPack.model_dump(mode="json")` of
+    it (test_assembly checks it): every other value already is plain JSON data."""
+    return {**data, "assembled_at": _DATETIME.dump_python(data["assembled_at"], mode="json")}

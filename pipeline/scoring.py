@@ -152,8 +152,10 @@ def rank(
     - important: importance, highest first
     - balanced: importance / (1 + hours since created)
     """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     relevance = relevance or {}
-    ranked: list[tuple[tuple[float, ...], RankedMemory]] = []
+    ranked: list[tuple[float, str, RankedMemory]] = []
     for memory in memories:
         breakdown = score_memory(
             memory,
@@ -168,10 +170,8 @@ def rank(
             value = memory.accessed_at.timestamp()
         elif strategy == "important":
             value = memory.importance
-        elif strategy == "balanced":
+        else:
             value = balanced_score(memory.importance, memory.created_at, now=now)
-        else:  # pragma: no cover - Literal guards this; kept for callers passing strings
-            raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
-        ranked.append(((-value,), RankedMemory(memory, value, breakdown)))
-    ranked.sort(key=lambda pair: (pair[0], pair[1].memory.id))
-    return [item for _, item in ranked]
+        ranked.append((-value, memory.id, RankedMemory(memory, value, breakdown)))
+    ranked.sort(key=lambda entry: (entry[0], entry[1]))
+    return [item for _, _, item in ranked]

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 from config.settings import Settings
 from pipeline.backoff import compute_backoff
@@ -24,11 +24,26 @@ class Dispatcher(Protocol):
 
     def store(self, job_ids: Sequence[str]) -> None: ...
 
-    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None: ...
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
+        """Move accessed_at of the memories forward to `accessed_at`: one moment for all,
+        or one per id (the batch form, as memlane.background.AccessRecorder sends)."""
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None: ...
 
     def close(self) -> None: ...
+
+
+def access_times(accessed_at: datetime | Sequence[datetime]) -> str | list[str]:
+    """The task argument: one ISO moment, or one per id; a batch whose moments are all
+    the same travels as the one (the message of the single form)."""
+    if isinstance(accessed_at, datetime):
+        return accessed_at.isoformat()
+    moments = set(accessed_at)
+    if len(moments) == 1:
+        return next(iter(moments)).isoformat()
+    return [moment.isoformat() for moment in accessed_at]
 
 
 class CeleryDispatcher:
@@ -52,9 +67,11 @@ class CeleryDispatcher:
         for job_id in job_ids:
             self._tasks.store.apply_async((job_id,))
 
-    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
         if memory_ids:
-            self._tasks.record_access.apply_async((list(memory_ids), accessed_at.isoformat()))
+            self._tasks.record_access.apply_async((list(memory_ids), access_times(accessed_at)))
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
         for user_id in user_ids:
@@ -91,9 +108,11 @@ class InProcessDispatcher:
         for job_id in job_ids:
             self._put("store", job_id)
 
-    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
         if memory_ids:
-            self._put("record_access", list(memory_ids), accessed_at.isoformat())
+            self._put("record_access", list(memory_ids), access_times(accessed_at))
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
         for user_id in user_ids:
@@ -134,7 +153,10 @@ class InProcessDispatcher:
 
     def _run(self, kind: str, args: tuple[object, ...]) -> None:
         if kind == "record_access":
-            sweeper.record_access(list(args[0]), str(args[1]), self._settings)  # type: ignore[call-overload]
+            ids, times = args
+            sweeper.record_access(
+                cast(list[str], ids), cast(str | list[str], times), self._settings
+            )
             return
         if kind == "reembed":
             self._reembed(str(args[0]), str(args[1]), int(args[2]))  # type: ignore[call-overload]

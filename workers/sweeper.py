@@ -52,6 +52,21 @@ def sweep(settings: Settings, *, now: datetime | None = None) -> SweepResult:
     return result
 
 
-def record_access(memory_ids: list[str], accessed_at: str, settings: Settings) -> int:
+def record_access(memory_ids: list[str], accessed_at: str | list[str], settings: Settings) -> int:
+    """Move accessed_at of the memories forward (never back). `accessed_at` is one ISO
+    moment for all of them, or one per id (the batch form: ids coalesced over a short
+    interval, each with the latest moment it was used at). One statement per moment, in
+    one transaction."""
+    if isinstance(accessed_at, str):
+        groups = {accessed_at: memory_ids}
+    else:
+        if len(accessed_at) != len(memory_ids):
+            raise ValueError(f"{len(memory_ids)} memory ids but {len(accessed_at)} access times")
+        groups = {}
+        for memory_id, moment in zip(memory_ids, accessed_at, strict=True):
+            groups.setdefault(moment, []).append(memory_id)
     with unit_of_work(settings.resolved_database_url) as session:
-        return memories.record_access(session, memory_ids, now=datetime.fromisoformat(accessed_at))
+        return sum(
+            memories.record_access(session, ids, now=datetime.fromisoformat(moment))
+            for moment, ids in groups.items()
+        )

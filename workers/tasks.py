@@ -42,7 +42,8 @@ def store(self: Task, job_id: str) -> str:
 
 
 @app.task(name="memlane.record_access", **_DB_RETRY)
-def record_access(memory_ids: list[str], accessed_at: str) -> int:
+def record_access(memory_ids: list[str], accessed_at: str | list[str]) -> int:
+    """accessed_at: one ISO moment for all the ids, or one per id (the batch form)."""
     return sweeper.record_access(memory_ids, accessed_at, get_settings())
 
 

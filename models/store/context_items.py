@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import JSON, String, Text, cast, delete, literal, null, select, union_all
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from models.schemas import EpisodeRecord, ExtractedEpisode, Procedure, SoulBlock, SoulKind
+from models.schemas import (
+    SOUL_KINDS,
+    EpisodeRecord,
+    ExtractedEpisode,
+    Procedure,
+    SoulBlock,
+    SoulKind,
+)
 from models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
 from pipeline.errors import NotFoundError
 
@@ -163,6 +171,97 @@ def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> No
     )
     if not result.rowcount:  # type: ignore[attr-defined]
         raise NotFoundError(f"user {user_id!r} has no procedure {procedure_id!r}")
+
+
+# --------------------------------------------------------------------------- all three
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItems:
+    soul_blocks: list[SoulBlock]
+    episodes: list[EpisodeRecord]
+    procedures: list[Procedure]
+
+
+def context_items(session: Session, user_id: str, *, episode_limit: int = 10) -> ContextItems:
+    """The user's soul blocks, `episode_limit` most recent episodes and procedures, as
+    `soul_blocks`, `recent_episodes` and `procedures` give them, in one round trip (the
+    assembler reads them on every call): one UNION ALL whose rows share one shape."""
+    text_null: Any = cast(null(), Text)
+    souls = select(
+        literal("soul", String).label("part"),
+        SoulBlockRow.kind.label("id"),
+        SoulBlockRow.user_id.label("user_id"),
+        SoulBlockRow.content.label("t1"),
+        text_null.label("t2"),
+        text_null.label("t3"),
+        cast(null(), JSON).label("words"),
+        SoulBlockRow.updated_at.label("at"),
+    ).where(SoulBlockRow.user_id == user_id)
+    episodes = (
+        select(
+            literal("episode", String),
+            EpisodeRow.id,
+            EpisodeRow.user_id,
+            EpisodeRow.summary,
+            EpisodeRow.outcome,
+            EpisodeRow.conversation_id,
+            EpisodeRow.topics,
+            EpisodeRow.created_at,
+        )
+        .where(EpisodeRow.user_id == user_id)
+        .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
+        .limit(episode_limit)
+        # Named: an anonymous subquery draws its name from os.urandom on every call
+        # (0.5 ms in a VM short of entropy).
+        .subquery("recent_episodes")
+        .select()
+    )
+    procedures = select(
+        literal("procedure", String),
+        ProcedureRow.id,
+        ProcedureRow.user_id,
+        ProcedureRow.name,
+        ProcedureRow.content,
+        text_null,
+        ProcedureRow.keywords,
+        ProcedureRow.created_at,
+    ).where(ProcedureRow.user_id == user_id)
+    found = ContextItems([], [], [])
+    for row in session.execute(union_all(souls, episodes, procedures)).all():
+        part, item_id, owner, t1, t2, t3, words, at = row
+        if part == "soul":
+            found.soul_blocks.append(
+                SoulBlock(user_id=owner, kind=item_id, content=t1, updated_at=at)
+            )
+        elif part == "episode":
+            found.episodes.append(
+                EpisodeRecord(
+                    id=item_id,
+                    user_id=owner,
+                    conversation_id=t3,
+                    summary=t1,
+                    topics=list(words or []),
+                    outcome=t2,
+                    created_at=at,
+                )
+            )
+        else:
+            found.procedures.append(
+                Procedure(
+                    id=item_id,
+                    user_id=owner,
+                    name=t1,
+                    content=t2,
+                    keywords=frozenset(words or ()),
+                    created_at=at,
+                )
+            )
+    found.soul_blocks.sort(key=lambda b: SOUL_KINDS.index(b.kind))
+    found.episodes.sort(key=lambda e: e.id)
+    found.episodes.sort(key=lambda e: e.created_at, reverse=True)
+    found.procedures.sort(key=lambda p: p.id)
+    return found
 
 
 # --------------------------------------------------------------------------- packs

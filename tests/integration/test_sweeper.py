@@ -2,11 +2,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from config.settings import load_settings
 from models.db import unit_of_work
-from models.store import conversations, jobs
+from models.store import conversations, jobs, memories
 from pipeline.cadence import WindowSpec
 from tests.integration.test_store_conversations import transcript
+from tests.integration.test_store_memories import add
 from workers import sweeper
 
 
@@ -42,3 +45,24 @@ def test_a_stuck_job_is_released_and_republished(db_url: str, now: datetime) -> 
         )
         assert claimed is not None and claimed.attempts == 2
     assert sweeper.sweep(settings, now=later + timedelta(minutes=1)).extract == []
+
+
+def test_record_access_takes_a_batch_with_one_moment_per_id(db_url: str, now: datetime) -> None:
+    settings = load_settings(database_url=db_url)
+    a = add(db_url, now, "Prefers TypeScript.")
+    b = add(db_url, now, "Deploys on Fridays.")
+    c = add(db_url, now, "Lives in Lisbon.")
+    later, latest = now + timedelta(hours=1), now + timedelta(hours=2)
+    moved = sweeper.record_access(
+        [a.id, b.id, c.id],
+        [later.isoformat(), latest.isoformat(), (now - timedelta(hours=1)).isoformat()],
+        settings,
+    )
+    assert moved == 2  # c's moment is older than its accessed_at: it never moves back
+    with unit_of_work(db_url) as s:
+        got = {m: memories.get(s, "u1", m).accessed_at for m in (a.id, b.id, c.id)}
+    assert got == {a.id: later, b.id: latest, c.id: now}
+    # the single form, as messages published before the batch form still carry it
+    assert sweeper.record_access([a.id, b.id], latest.isoformat(), settings) == 1
+    with pytest.raises(ValueError, match="2 memory ids but 1 access times"):
+        sweeper.record_access([a.id, b.id], [latest.isoformat()], settings)

@@ -15,7 +15,7 @@ import tiktoken
 
 from pipeline import context_format as fmt
 from pipeline.assembly import assemble_context
-from pipeline.assembly_types import PackEvent
+from pipeline.assembly_types import PackEvent, pack_json
 from pipeline.errors import BudgetError
 from tests.unit.assembly_helpers import (
     NOW,
@@ -448,3 +448,23 @@ def test_the_recount_removes_enough_in_one_round() -> None:
     assert result.included_memory_ids == ["c0", "c1", "c2"]
     assert result.pack.drop_reasons == {"recount": 3}
     assert lumpy.documents_counted == 2  # over once, then within budget
+
+
+def test_the_pack_data_is_the_pack_model_and_its_json_dump() -> None:
+    """The request path hands on plain data; the model is built only when read, and the
+    background writer stores `pack_json` of it: both must be what the model gives."""
+    result = assemble_context(mixed_request())
+    data = result.pack_data
+    assert result.pack_id == result.pack.pack_id == data["pack_id"]
+    assert result.pack.model_dump() == data
+    assert pack_json(data) == result.pack.model_dump(mode="json")
+    assert result.pack is result.pack  # built once
+
+
+def test_an_additive_encoding_is_not_recounted_and_an_unknown_one_is() -> None:
+    memories = [mem(f"c{i}") for i in range(3)]
+    real = assemble_context(request(memories=memories))
+    assert real.pack.used_tokens == tokens(real.text)
+    lumpy = LumpyEncoding(extra=0)
+    assemble_context(request(memories=memories, encoding=cast(tiktoken.Encoding, lumpy)))
+    assert lumpy.documents_counted == 1

@@ -247,3 +247,32 @@ def test_rank_is_a_total_order_that_ignores_input_order(
     assert sorted(r.memory.id for r in ranked) == sorted(m.id for m in items)
     for better, worse in pairwise(ranked):
         assert better.score > worse.score or better.memory.id < worse.memory.id
+
+
+@settings(max_examples=200)
+@given(unit, unit, st.integers(0, 500), hours, any_float, st.sampled_from(STRATEGIES), unit, unit)
+def test_rank_scores_exactly_as_score_memory(
+    importance: float,
+    confidence: float,
+    count: int,
+    since: float,
+    relevance: float,
+    strategy: Strategy,
+    w_rel: float,
+    half_life: float,
+) -> None:
+    """The components rank reports are score_memory's, for every strategy."""
+    item = memory(importance=importance, confidence=confidence, access_count=count, accessed=since)
+    weights = Weights(relevance=w_rel, importance=0.3, recency=0.2, frequency=0.1)
+    half_life_hours = 1.0 + 500 * half_life
+    (ranked,) = rank(
+        [item],
+        strategy=strategy,
+        now=NOW,
+        relevance={item.id: relevance},
+        weights=weights,
+        half_life_hours=half_life_hours,
+    )
+    assert ranked.breakdown == score_memory(
+        item, relevance=relevance, now=NOW, weights=weights, half_life_hours=half_life_hours
+    )

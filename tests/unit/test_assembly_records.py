@@ -1,0 +1,57 @@
+"""The store's candidate rows become MemoryRecords without pydantic's model_construct."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from models.schemas import MemoryRecord
+from models.store.assembly_reads import _record
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+COLUMNS = (
+    "id",
+    "user_id",
+    "content",
+    "category",
+    "importance",
+    "confidence",
+    "tier",
+    "status",
+    "sensitive",
+    "expires_at",
+    "access_count",
+    "created_at",
+    "accessed_at",
+    "embedding_model",
+    "embedding_dim",
+    "relevance",
+    "lexical",
+)
+
+
+def test_a_record_is_what_model_construct_and_validation_give() -> None:
+    values = dict(
+        id="mem_1",
+        user_id="u1",
+        content="Prefers TypeScript.",
+        category="preference",
+        importance=0.8,
+        confidence=0.7,
+        tier="verified",
+        status="active",
+        sensitive=True,
+        expires_at=NOW,
+        access_count=4,
+        created_at=NOW,
+        accessed_at=NOW,
+    )
+    row = (*values.values(), "hashing-256", 256, 0.5, None)
+    at = {name: i for i, name in enumerate(COLUMNS)}
+    record = _record(row, at)
+    constructed = MemoryRecord.model_construct(**values)
+    validated = MemoryRecord.model_validate(values)
+    assert record == constructed == validated
+    assert record.model_dump() == validated.model_dump()
+    assert record.model_fields_set == set(MemoryRecord.model_fields)
+    assert record.model_copy(update={"tier": "pinned"}).tier == "pinned"
+    assert repr(record) == repr(constructed)
