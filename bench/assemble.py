@@ -40,7 +40,7 @@ from bench.common import (
 from config.settings import load_settings
 from memlane.facade import Memlane
 from models.db import get_engine, unit_of_work
-from models.store.vector_index import ensure_hnsw, wants_hnsw
+from models.store.vector_index import ensure_for_users, wants_hnsw
 from pipeline.scoring import STRATEGIES
 from workers.embedders import get_embedder
 
@@ -85,8 +85,10 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
         for size in plan["sizes"]:
             user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
             if wants_hnsw(settings.vector_index, embedder.name):
-                # as `memlane db upgrade` does; once per database, instant afterwards
-                ensure_hnsw(get_engine(url), embedder.name, embedder.dim)
+                # as the store worker does once a user is large; instant afterwards
+                ensure_for_users(
+                    get_engine(url), [user], embedder.name, embedder.dim, settings.hnsw_min_memories
+                )
             floor = floor_query(url, f"mem_{user}_{0:07d}")
             for strategy in args.strategies:
 

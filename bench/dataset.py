@@ -406,9 +406,12 @@ def ensure_user(url: str, size: int, *, log: Any = print) -> str:
             _insert_sqlite(url, batch, embedder)
     _context_items(url, user_id)
     if url.startswith("postgresql"):
-        with get_engine(url).begin() as conn:
-            conn.exec_driver_sql("ANALYZE memories")
-            conn.exec_driver_sql("ANALYZE memory_keywords")
+        # VACUUM too: a bulk load leaves the visibility map unset, and index-only scans
+        # would visit every heap page until autovacuum comes by.
+        autocommit = get_engine(url).execution_options(isolation_level="AUTOCOMMIT")
+        with autocommit.connect() as conn:
+            conn.exec_driver_sql("VACUUM ANALYZE memories")
+            conn.exec_driver_sql("VACUUM ANALYZE memory_keywords")
     return user_id
 
 

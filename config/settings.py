@@ -104,7 +104,10 @@ class Settings(BaseSettings):
     lexical_top_k: int = Field(50, ge=1, description="memories fetched by their words alone")
     vector_index: Literal["auto", "hnsw", "exact"] = Field(
         "auto",
-        description="HNSW index per embedder (PostgreSQL): auto = all but hashing",
+        description="HNSW indexes for large users (PostgreSQL): auto = all embedders but hashing",
+    )
+    hnsw_min_memories: int = Field(
+        2000, ge=1, description="memories of one embedder a user needs for an HNSW index"
     )
 
     # --- front doors

@@ -46,11 +46,18 @@ def upgrade() -> None:
     typer.echo(f"{where}: {change} revision {after}")
     embedder = get_embedder(settings)
     if settings.is_postgres and vector_index.wants_hnsw(settings.vector_index, embedder.name):
-        typer.echo(
-            f"building the HNSW index of {embedder.name} if missing (minutes on a big store) …"
+        engine = get_engine(url)
+        users = vector_index.large_users(
+            engine, embedder.name, embedder.dim, settings.hnsw_min_memories
         )
-        name = vector_index.ensure_hnsw(get_engine(url), embedder.name, embedder.dim)
-        typer.echo(f"vector index: {name or 'none (exact reads)'}")
+        typer.echo(
+            f"HNSW indexes of {embedder.name}: {len(users)} user(s) with at least "
+            f"{settings.hnsw_min_memories:,} memories; building the missing ones …"
+        )
+        names = vector_index.ensure_for_users(
+            engine, users, embedder.name, embedder.dim, settings.hnsw_min_memories
+        )
+        typer.echo(f"vector indexes: {len(names)} ready")
 
 
 def parse_queues(value: str) -> list[str]:

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from config.settings import Settings, load_settings
 from memlane.background import AccessRecorder, PackWriter
 from models import migrate
-from models.db import get_engine, read_unit, unit_of_work
+from models.db import read_unit, unit_of_work
 from models.schemas import (
     EnqueueResult,
     JobPublic,
@@ -37,7 +37,7 @@ from models.schemas import (
 )
 from models.store import assembly_reads, context_items, conversations, jobs, memories
 from models.store import reembed as reembed_store
-from models.store.vector_index import ensure_hnsw, wants_hnsw
+from models.store.vector_index import wants_hnsw
 from pipeline.assembly import assemble_context
 from pipeline.assembly_types import AssembledContext, AssemblyInput
 from pipeline.budget import derive_budget, strategy_top_k, validate_budget
@@ -472,10 +472,6 @@ class Memlane:
         user, on the store queue or the in-process worker. Old vectors keep serving until
         the user's new ones are all there (models/store/reembed.py)."""
         target = self.embedder if to is None else embedder_for(to, self.settings, dim=dim)
-        if wants_hnsw(self.settings.vector_index, target.name):
-            # Before any vector of the model is served, the partial index is empty and
-            # instant to build; the swaps then fill it row by row.
-            ensure_hnsw(get_engine(self.url), target.name, target.dim)
         with unit_of_work(self.url) as session:
             users = reembed_store.users_to_reembed(session, model=target.name, dim=target.dim)
         self.dispatcher.reembed(users, target.name, target.dim)

@@ -17,6 +17,7 @@ from models.db import unit_of_work
 from models.store import reembed
 from pipeline.errors import ConfigurationError
 from workers.embedders import Embedder, embedder_for
+from workers.indexing import index_if_large
 
 log = logging.getLogger("memlane.reembed")
 
@@ -76,6 +77,7 @@ def run_reembed_user(
             swapped = reembed.swap_if_complete(session, user_id, model=model, dim=dim)
         if swapped is not None:
             log.info("user %s now serves %s: %d vectors swapped", user_id, model, swapped)
+            index_if_large(settings, user_id, model, dim)
             return ReembedOutcome(user_id, embedded, swapped)
     log.warning(
         "user %s: memories kept arriving with another embedder; set MEMLANE_EMBEDDING_MODEL "

@@ -25,6 +25,7 @@ from pipeline.errors import ExtractionError, MemlaneError
 from pipeline.offline_extractor import extract_offline
 from workers.embedders import get_embedder
 from workers.errors import PermanentLLMError, TransientLLMError
+from workers.indexing import index_if_large
 
 log = logging.getLogger("memlane.worker")
 
@@ -212,6 +213,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
     except Exception as exc:
         log.exception("store job %s failed", job_id)
         return _fail(settings, job_id, exc)
+    index_if_large(settings, user_id, embedder.name, embedder.dim)
     return StageOutcome("done")
 
 

@@ -3,8 +3,9 @@
 One round trip on PostgreSQL: the UNION of the ids of pinned and verified items; the
 best by the chosen strategy (`strategy_top_k` per order, through the per-user btree
 indexes); the vector top-k against the query (ordered by `embedding::vector(dim) <=> q`
-under the embedder's own condition, so an HNSW index of that embedder serves it when one
-exists, see models/store/vector_index.py, and the exact per-user scan otherwise); and the
+under the user's and the embedder's own conditions, so the user's HNSW index serves it
+when there is one, see models/store/vector_index.py, and the exact per-user scan
+otherwise); and the
 lexical top-k (the user's memories sharing the most of the query's keywords, an
 index-only scan of `memory_keywords`); then those rows, each once, with the cosine and
 ts_rank_cd of the query against `content_tsv`, so embeddings never leave the database on
@@ -27,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from itertools import count
 from typing import Any
 
@@ -36,6 +38,7 @@ from sqlalchemy import (
     ColumnElement,
     Float,
     LargeBinary,
+    String,
     and_,
     bindparam,
     case,
@@ -48,6 +51,7 @@ from sqlalchemy import (
     select,
     type_coerce,
     union,
+    union_all,
 )
 from sqlalchemy.orm import Session
 
@@ -58,6 +62,8 @@ from pipeline.lexical import bm25_scores
 
 # Enough for any question; a pasted essay as the query must not become a huge tsquery.
 MAX_QUERY_TERMS = 32
+# Postings past which a query word is too common to pick lexical candidates by (_selective).
+MAX_WORD_POSTINGS = 500
 _WORD = re.compile(r"[^\W_]+")
 _STOP = frozenset({"or", "and", "not"})  # websearch_to_tsquery's operators
 
@@ -173,14 +179,19 @@ def websearch_terms(query: str) -> str | None:
     return " or ".join(unique) if unique else None
 
 
-def _is(model: str, dim: int) -> ColumnElement[bool]:
-    # Inlined as literals: the planner can use a partial index (WHERE embedding_model =
-    # '…' AND embedding_dim = …) only when it can prove that predicate from the query,
-    # which it cannot from bound parameters under a generic plan.
+def _is(dim: int) -> ColumnElement[bool]:
+    """The query vector's embedder (parameters `vmodel`, `vdim`), inlined as literals at
+    execution: the planner can use a partial index (WHERE embedding_model = '…' AND
+    embedding_dim = …) only when it can prove that predicate from the query, which it
+    cannot from bound parameters under a generic plan."""
     return and_(
-        MemoryRow.embedding_model == bindparam(None, model, literal_execute=True),
-        MemoryRow.embedding_dim == bindparam(None, dim, literal_execute=True),
+        MemoryRow.embedding_model == bindparam("vmodel", literal_execute=True),
+        MemoryRow.embedding_dim == bindparam("vdim", dim, literal_execute=True),
     )
+
+
+def _is_model(model: str, dim: int) -> ColumnElement[bool]:
+    return and_(MemoryRow.embedding_model == model, MemoryRow.embedding_dim == dim)
 
 
 def _distance(dim: int, q: Any) -> Any:
@@ -202,62 +213,50 @@ def assembly_candidates(
     include_sensitive: bool = False,
     embed_for: EmbedFor | None = None,
     approximate: bool = False,
+    max_word_postings: int = MAX_WORD_POSTINGS,
 ) -> AssemblyCandidates:
     """The candidates of one assembly: `top_k` by cosine, `strategy_top_k` (default
     `top_k`) per strategy order, `lexical_top_k` (default `top_k`) by shared keywords.
 
     `approximate`: the vector top-k may come from an HNSW index (PostgreSQL). Its order
     is then the distance alone, as an index scan gives it; exact reads break distance
-    ties by id, which keeps the index out but makes the k-th place deterministic."""
+    ties by id, which keeps the index out but makes the k-th place deterministic.
+    `max_word_postings`: see `_selective`."""
     visible = _visible(user_id, now, include_sensitive)
     postgres = session.get_bind().dialect.name == "postgresql"
     if query_vector is not None and not query_vector.vector:
         query_vector = None
     terms = websearch_terms(query_text) if query_text else None
-
-    relevance_col: Any = _NULL_FLOAT.label("relevance")
-    lexical_col: Any = _NULL_FLOAT.label("lexical")
-    q: Any = None
-    if postgres and query_vector is not None:
-        q = bindparam("q", value=list(query_vector.vector), type_=Vector())
-        relevance_col = _pg_cosine(query_vector, q).label("relevance")
-    if postgres and terms is not None:
-        tsq = func.websearch_to_tsquery(literal_column("'english'"), bindparam("tsq", terms))
-        content_tsv: Any = literal_column("memories.content_tsv")
-        lexical_col = func.ts_rank_cd(content_tsv, tsq).label("lexical")
-
-    def part(*conditions: Any) -> Any:
-        # Parts select ids only: the cosine and the text rank are computed once per
-        # candidate by the outer select below, not for every row a part scans (the read
-        # of a 10k-memory user went from 186 to 115 ms on a 2-core machine).
-        return select(MemoryRow.id).where(*visible, *conditions)
-
-    def top(select_: Any, order: Any, k: int, *, by_id: bool = True) -> Any:
-        orders = (order, MemoryRow.id) if by_id else (order,)
-        # Named: an anonymous subquery's name is drawn from os.urandom, 0.5 ms a call on
-        # this VM's slow entropy source.
-        return select_.order_by(*orders).limit(k).subquery(f"top_{next(names)}").select()
-
-    names = count()
-    lexical_k = lexical_top_k or top_k
-    strategy_k = strategy_top_k or top_k
-
-    parts: list[Any] = [part(MemoryRow.tier.in_(("pinned", "verified")))]
-    parts += [top(part(), order, strategy_k) for order in _strategy_orders(strategy)]
-    if q is not None and query_vector is not None:
-        dim = len(query_vector.vector)
-        vector_part = part(_is(query_vector.model, dim))
-        parts.append(top(vector_part, _distance(dim, q), top_k, by_id=not approximate))
-    if query_text:
-        words = sorted(keywords(query_text))[:MAX_QUERY_TERMS]
-        if words:
-            parts.append(part(MemoryRow.id.in_(_keyword_matches(user_id, words, lexical_k))))
-    candidate_ids = union(*parts).subquery("candidate_ids")
-    rows = session.execute(
-        select(*_COLUMNS, relevance_col, lexical_col).where(
-            MemoryRow.id.in_(select(candidate_ids.c.id))
+    words = sorted(keywords(query_text))[:MAX_QUERY_TERMS] if query_text else []
+    vector = query_vector if postgres else None
+    shape = _Shape(
+        postgres=postgres,
+        strategy=strategy,
+        vector=(vector.model, len(vector.vector)) if vector is not None else None,
+        approximate=approximate,
+        lexical=postgres and terms is not None,
+        words=len(words),
+        include_sensitive=include_sensitive,
+    )
+    params: dict[str, Any] = {
+        "user_id": user_id,
+        "now": now,
+        "strategy_k": strategy_top_k or top_k,
+        "vector_k": top_k,
+        "lexical_k": lexical_top_k or top_k,
+        "cap": max_word_postings,
+        "tsq": terms,
+        **{f"w{i}": word for i, word in enumerate(words)},
+    }
+    if vector is not None:
+        params.update(
+            q=list(vector.vector),
+            vmodel=vector.model,
+            vdim=len(vector.vector),
+            user_literal=user_id,
         )
-    ).all()
+    rows = session.execute(_statement(shape), params).all()
+    lexical_col = _lexical_column() if shape.lexical else _NULL_FLOAT.label("lexical")
 
     found = _Found(session, visible, top_k)
     found.add_rows(rows)
@@ -270,11 +269,11 @@ def assembly_candidates(
         if not postgres:
             found.numpy_top_k(query_vector)
         other = found.other_model(query_vector)
-        vector = embed_for(*other) if other is not None and embed_for is not None else None
-        if other is not None and vector:
-            second = QueryVector(other[0], vector)
+        also = embed_for(*other) if other is not None and embed_for is not None else None
+        if other is not None and also:
+            second = QueryVector(other[0], also)
             if postgres:
-                found.pg_top_k(second, lexical_col)
+                found.pg_top_k(second, lexical_col, terms)
             else:
                 found.numpy_top_k(second)
             mode += f"+also:{other[0]}"
@@ -288,11 +287,75 @@ def assembly_candidates(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What the candidates statement's SQL depends on; values are bound per call."""
+
+    postgres: bool
+    strategy: str
+    vector: tuple[str, int] | None  # (model, dim) of the query vector, PostgreSQL only
+    approximate: bool
+    lexical: bool  # ts_rank_cd of the query (PostgreSQL)
+    words: int  # query keywords, for the lexical candidates
+    include_sensitive: bool
+
+
+def _lexical_column() -> Any:
+    tsq = func.websearch_to_tsquery(literal_column("'english'"), bindparam("tsq"))
+    return func.ts_rank_cd(literal_column("memories.content_tsv"), tsq).label("lexical")
+
+
+@lru_cache(maxsize=256)
+def _statement(shape: _Shape) -> Any:
+    """The one statement of a read (module docstring), built once per shape: building
+    it took longer than running it (about 10 ms a call on a 2-core VM)."""
+    conditions: list[ColumnElement[bool]] = [
+        MemoryRow.user_id == bindparam("user_id"),
+        MemoryRow.status == "active",
+        or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > bindparam("now")),
+    ]
+    if not shape.include_sensitive:
+        conditions.append(MemoryRow.sensitive == false())
+    names = count()
+
+    def part(*more: Any) -> Any:
+        # Parts select ids only: the cosine and the text rank are computed once per
+        # candidate by the outer select below, not for every row a part scans (the read
+        # of a 10k-memory user went from 186 to 115 ms on a 2-core machine).
+        return select(MemoryRow.id).where(*conditions, *more)
+
+    def top(select_: Any, order: Any, k: str, *, by_id: bool = True) -> Any:
+        orders = (order, MemoryRow.id) if by_id else (order,)
+        # Named: an anonymous subquery's name is drawn from os.urandom.
+        subquery = select_.order_by(*orders).limit(bindparam(k)).subquery(f"top_{next(names)}")
+        return subquery.select()
+
+    relevance_col: Any = _NULL_FLOAT.label("relevance")
+    parts: list[Any] = [part(MemoryRow.tier.in_(("pinned", "verified")))]
+    parts += [top(part(), order, "strategy_k") for order in _strategy_orders(shape.strategy)]
+    if shape.vector is not None:
+        dim = shape.vector[1]
+        q = bindparam("q", type_=Vector())
+        # The user inlined too, for the planner to prove a per-user HNSW index's predicate.
+        mine = MemoryRow.user_id == bindparam("user_literal", literal_execute=True)
+        vector_part = part(mine, _is(dim))
+        parts.append(top(vector_part, _distance(dim, q), "vector_k", by_id=not shape.approximate))
+        relevance_col = case((_is(dim), 1 - _distance(dim, q)), else_=None).label("relevance")
+    if shape.words:
+        words = [bindparam(f"w{i}", type_=String) for i in range(shape.words)]
+        parts.append(part(MemoryRow.id.in_(_keyword_matches(words))))
+    lexical_col = _lexical_column() if shape.lexical else _NULL_FLOAT.label("lexical")
+    candidate_ids = union(*parts).subquery("candidate_ids")
+    return select(*_COLUMNS, relevance_col, lexical_col).where(
+        MemoryRow.id.in_(select(candidate_ids.c.id))
+    )
+
+
 def _pg_cosine(query_vector: QueryVector, q: Any) -> Any:
     # Only vectors of the query's own embedder are compared: `<=>` between vectors of
     # two dimensions is an error, and between two models of one dimension, nonsense.
     dim = len(query_vector.vector)
-    return case((_is(query_vector.model, dim), 1 - _distance(dim, q)), else_=None)
+    return case((_is_model(query_vector.model, dim), 1 - _distance(dim, q)), else_=None)
 
 
 def _top_pool(sims: Any, k: int) -> list[int]:
@@ -305,17 +368,44 @@ def _top_pool(sims: Any, k: int) -> list[int]:
     return [int(i) for i in np.flatnonzero(sims >= kth)]
 
 
-def _keyword_matches(user_id: str, words: list[str], limit: int) -> Any:
-    """Ids of the user's memories sharing the most of `words`: an index-only scan of
+def _keyword_matches(words: list[Any]) -> Any:
+    """Ids of the user's memories sharing the most of the query's selective `words`
+    (see `_selective`), at most `lexical_k`: an index-only scan of
     `ix_memory_keywords_user_keyword_memory` (migration 0003)."""
     shared = func.count(MemoryKeyword.keyword)
+    selective = _selective(words).subquery("selective_words")
     return (
         select(MemoryKeyword.memory_id)
-        .where(MemoryKeyword.user_id == user_id, MemoryKeyword.keyword.in_(words))
+        .where(
+            MemoryKeyword.user_id == bindparam("user_id"),
+            MemoryKeyword.keyword.in_(select(selective.c.keyword)),
+        )
         .group_by(MemoryKeyword.memory_id)
         .order_by(shared.desc(), MemoryKeyword.memory_id)
-        .limit(limit)
+        .limit(bindparam("lexical_k"))
     )
+
+
+def _selective(words: list[Any]) -> Any:
+    """The words of `words` in fewer than `cap` of the user's memories.
+
+    A word in more of them cannot single out the few that matter (among 9,000 memories
+    sharing "project", the top 50 by shared words are chosen by id), and reading its
+    postings is what made this read grow with the store (21 ms for 100k memories). So
+    each word's postings are counted only up to the cap, and the read stays bounded by
+    words × cap whatever the user's size; a query of common words alone gets its
+    lexical candidates from none of them, its relevance from the vector top-k."""
+    rows = []
+    for i, word in enumerate(words):
+        postings = (
+            select(literal_column("1"))
+            .where(MemoryKeyword.user_id == bindparam("user_id"), MemoryKeyword.keyword == word)
+            .limit(bindparam("cap"))
+            .subquery(f"postings_{i}")
+        )
+        seen = select(func.count()).select_from(postings).scalar_subquery()
+        rows.append(select(word.label("keyword")).where(seen < bindparam("cap")))
+    return union_all(*rows)
 
 
 class _Found:
@@ -362,16 +452,16 @@ class _Found:
         )
         return min(others, key=lambda m: (-others[m], m)) if others else None
 
-    def pg_top_k(self, query_vector: QueryVector, lexical_col: Any) -> None:
+    def pg_top_k(self, query_vector: QueryVector, lexical_col: Any, terms: str | None) -> None:
         """Add the top-k by cosine among the user's vectors of `query_vector`'s model."""
         q = bindparam("q2", value=list(query_vector.vector), type_=Vector())
         select_ = (
             select(*_COLUMNS, _pg_cosine(query_vector, q).label("relevance"), lexical_col)
-            .where(*self._visible, _is(query_vector.model, len(query_vector.vector)))
+            .where(*self._visible, _is_model(query_vector.model, len(query_vector.vector)))
             .order_by(_distance(len(query_vector.vector), q), MemoryRow.id)
             .limit(self._top_k)
         )
-        self.add_rows(self._session.execute(select_).all())
+        self.add_rows(self._session.execute(select_, {"tsq": terms}).all())
 
     def numpy_top_k(self, query_vector: QueryVector) -> None:
         """SQLite has no vector index here (sqlite-vec cannot load on this Python), so the
@@ -382,7 +472,7 @@ class _Found:
         # vector into a list of Python floats, which costs far more than the cosines.
         blob = type_coerce(MemoryRow.embedding, LargeBinary).label("blob")
         rows = self._session.execute(
-            select(MemoryRow.id, blob).where(*self._visible, _is(query_vector.model, dim))
+            select(MemoryRow.id, blob).where(*self._visible, _is_model(query_vector.model, dim))
         ).all()
         if not rows:
             return

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,11 @@ from typer.testing import CliRunner, Result
 from memlane.cli import app
 from models import migrate
 from models.db import unit_of_work
+from models.schemas import MemoryCreate
+from models.store import memories
 from models.tables import Conversation, Job, Message
 from pipeline.errors import NotFoundError
+from pipeline.keywords import keywords
 from tests.conftest import EXAMPLES
 
 MAYA = EXAMPLES / "maya-01-auth-migration.json"
@@ -449,21 +453,39 @@ def test_db_upgrade_migrates_and_prints_the_revision(tmp_path: Path, pg: str) ->
     assert migrate.is_up_to_date(url)
 
 
-def test_db_upgrade_builds_the_configured_embedders_hnsw_index(pg: str) -> None:
+def test_db_upgrade_builds_the_hnsw_indexes_of_large_users(pg: str, now: datetime) -> None:
     from models.db import get_engine
     from models.store import vector_index
+    from workers.embedders import HashingEmbedder
 
-    name = vector_index.index_name("hashing-64", 64)
-    with get_engine(pg).begin() as conn:
-        conn.exec_driver_sql(f'DROP INDEX IF EXISTS "{name}"')
-    auto = cli(pg, "db", "upgrade", MEMLANE_EMBEDDING_DIM="64")  # auto: not for hashing
+    engine = get_engine(pg)
+    for name in vector_index.hnsw_indexes(engine):
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP INDEX "{name}"')
+    embedder = HashingEmbedder(64)
+    with unit_of_work(pg) as s:
+        for user, n in (("big", 3), ("small", 1)):
+            for i in range(n):
+                content = f"User note {i}"
+                memories.add(
+                    s,
+                    user_id=user,
+                    memory=MemoryCreate(content=content),
+                    keywords=keywords(content),
+                    embedding=embedder.embed([content])[0],
+                    embedding_model=embedder.name,
+                    now=now,
+                )
+    env = {"MEMLANE_EMBEDDING_DIM": "64", "MEMLANE_HNSW_MIN_MEMORIES": "2"}
+    auto = cli(pg, "db", "upgrade", **env)  # auto: not for hashing
     assert auto.exit_code == 0 and "HNSW" not in auto.stdout
-    assert name not in vector_index.hnsw_indexes(get_engine(pg))
+    assert vector_index.hnsw_indexes(engine) == []
 
-    forced = cli(pg, "db", "upgrade", MEMLANE_EMBEDDING_DIM="64", MEMLANE_VECTOR_INDEX="hnsw")
+    forced = cli(pg, "db", "upgrade", MEMLANE_VECTOR_INDEX="hnsw", **env)
     assert forced.exit_code == 0, forced.output
-    assert forced.stdout.endswith(f"vector index: {name}\n")
-    assert name in vector_index.hnsw_indexes(get_engine(pg))
+    assert "1 user(s) with at least 2 memories" in forced.stdout
+    assert forced.stdout.endswith("vector indexes: 1 ready\n")
+    assert vector_index.hnsw_indexes(engine) == [vector_index.index_name("big", embedder.name, 64)]
 
 
 def test_worker_builds_the_celery_command_and_needs_a_broker(sqlite_url: str) -> None:

@@ -60,6 +60,35 @@ def test_a_rare_word_is_found_outside_the_vector_and_strategy_top_k(
     assert relevance[rare] == pytest.approx(0.3)  # (1 − 0.3) · 0 + 0.3 · 1
 
 
+def test_a_word_too_common_for_the_user_picks_no_lexical_candidates(
+    db_url: str, now: datetime
+) -> None:
+    # 8 memories say "deploy" (the cap below is 5): its postings are not read, so the
+    # lexical part keeps only the memory with the selective word.
+    common = [add(db_url, now, f"User deploy step {i} done", [1.0, 0.0], 0.1) for i in range(8)]
+    rare = add(db_url, now, "User deploy runbook lives in Confluence", [1.0, 0.0], 0.1)
+    for i in range(12):  # the strategy parts (k=2) take these, most important first
+        add(db_url, now, f"User important thing {i}", [1.0, 0.0], 0.9)
+
+    def lexical_ids(cap: int) -> set[str]:
+        with unit_of_work(db_url) as s:
+            got = assembly_reads.assembly_candidates(
+                s,
+                "u1",
+                now=now,
+                strategy="important",
+                query_vector=None,
+                query_text="deploy confluence",
+                top_k=2,
+                lexical_top_k=20,
+                max_word_postings=cap,
+            )
+        return {m.id for m in got.memories} & {*common, rare}
+
+    assert lexical_ids(cap=5) == {rare}
+    assert lexical_ids(cap=500) == {*common, rare}
+
+
 def test_postgres_lexical_score_is_ts_rank_cd(pg: str, now: datetime) -> None:
     one = add(pg, now, "User flies to Reykjavik in May", [1.0, 0.0], 0.5)
     two = add(

@@ -1,10 +1,10 @@
-"""HNSW indexes per embedder (models/store/vector_index.py) and the vector read that uses
-them, on PostgreSQL with pgvector."""
+"""HNSW indexes per large user and embedder (models/store/vector_index.py, built by
+workers/indexing.py) and the vector read that uses them, on PostgreSQL with pgvector."""
 
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import event, text
@@ -59,9 +59,9 @@ def vector_read(url: str, now: datetime, angle: float, *, approximate: bool, k: 
 
 def test_ensure_builds_one_valid_partial_index_and_is_idempotent(pg: str) -> None:
     engine = get_engine(pg)
-    name = vector_index.ensure_hnsw(engine, MODEL, DIM)
-    assert name == vector_index.index_name(MODEL, DIM)
-    assert vector_index.ensure_hnsw(engine, MODEL, DIM) == name
+    name = vector_index.ensure_hnsw(engine, "u1", MODEL, DIM)
+    assert name == vector_index.index_name("u1", MODEL, DIM)
+    assert vector_index.ensure_hnsw(engine, "u1", MODEL, DIM) == name
     assert vector_index.hnsw_indexes(engine).count(name) == 1
     with engine.connect() as conn:
         definition = conn.execute(
@@ -76,12 +76,13 @@ def test_ensure_builds_one_valid_partial_index_and_is_idempotent(pg: str) -> Non
         ).scalar_one()
     assert valid is True
     assert "USING hnsw (((embedding)::vector(3)) vector_cosine_ops)" in definition
+    assert "(user_id)::text = 'u1'::text" in definition
     assert f"embedding_model)::text = '{MODEL}'::text" in definition
     assert "embedding_dim = 3" in definition
 
 
-def test_a_quote_in_the_model_name_cannot_break_the_statement(pg: str) -> None:
-    name = vector_index.ensure_hnsw(get_engine(pg), "it's-a-model", 4)
+def test_a_quote_in_a_name_cannot_break_the_statement(pg: str) -> None:
+    name = vector_index.ensure_hnsw(get_engine(pg), "o'brien", "it's-a-model", 4)
     assert name is not None and name in vector_index.hnsw_indexes(get_engine(pg))
 
 
@@ -89,7 +90,7 @@ def test_the_approximate_read_goes_through_the_hnsw_index_and_finds_the_nearest(
     pg: str, now: datetime
 ) -> None:
     angles = add_many(pg, now, 40)
-    vector_index.ensure_hnsw(get_engine(pg), MODEL, DIM)
+    vector_index.ensure_hnsw(get_engine(pg), "u1", MODEL, DIM)
     statements: list[tuple[str, Any]] = []
     engine = get_engine(pg)
 
@@ -110,7 +111,7 @@ def test_the_approximate_read_goes_through_the_hnsw_index_and_finds_the_nearest(
         # that the read's shape lets the index serve the vector top-k.
         conn.execute(text("SET enable_sort = off"))
         plan = conn.exec_driver_sql("EXPLAIN " + statement, params).scalars().all()
-    assert any(vector_index.index_name(MODEL, DIM) in line for line in plan), plan
+    assert any(vector_index.index_name("u1", MODEL, DIM) in line for line in plan), plan
 
 
 def test_the_exact_read_breaks_distance_ties_by_id(pg: str, now: datetime) -> None:
@@ -135,10 +136,67 @@ def test_the_exact_read_breaks_distance_ties_by_id(pg: str, now: datetime) -> No
 
 
 def test_no_index_on_sqlite_or_beyond_the_hnsw_dimension_limit(pg: str, sqlite_url: str) -> None:
-    assert vector_index.ensure_hnsw(get_engine(sqlite_url), MODEL, DIM) is None
+    assert vector_index.ensure_hnsw(get_engine(sqlite_url), "u1", MODEL, DIM) is None
     assert vector_index.hnsw_indexes(get_engine(sqlite_url)) == []
     big = vector_index.MAX_HNSW_DIM + 1
-    assert vector_index.ensure_hnsw(get_engine(pg), "huge-model", big) is None
-    assert vector_index.index_name("huge-model", big) not in vector_index.hnsw_indexes(
+    assert vector_index.ensure_hnsw(get_engine(pg), "u1", "huge-model", big) is None
+    assert vector_index.index_name("u1", "huge-model", big) not in vector_index.hnsw_indexes(
         get_engine(pg)
     )
+
+
+def test_only_users_at_the_threshold_get_an_index(pg: str, now: datetime) -> None:
+    engine = get_engine(pg)
+    for name in vector_index.hnsw_indexes(engine):
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP INDEX "{name}"')
+    add_many(pg, now, 12)  # u1
+    with unit_of_work(pg) as s:
+        content = "User has one note"
+        memories.add(
+            s,
+            user_id="u2",
+            memory=MemoryCreate(content=content, importance=0.5),
+            keywords=keywords(content),
+            embedding=unit(0.1),
+            embedding_model=MODEL,
+            now=now,
+        )
+    assert vector_index.large_users(engine, MODEL, DIM, 10) == ["u1"]
+    built = vector_index.ensure_for_users(engine, ["u1", "u2"], MODEL, DIM, 10)
+    assert built == [vector_index.index_name("u1", MODEL, DIM)]
+    assert vector_index.hnsw_indexes(engine) == built
+    # another embedder's vectors do not count towards this one's index
+    assert vector_index.large_users(engine, "other-model", DIM, 10) == []
+
+
+def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
+    from config.settings import load_settings
+    from memlane.facade import Memlane
+    from tests.integration.test_inprocess import dated_transcript
+
+    engine = get_engine(pg)
+    for name in vector_index.hnsw_indexes(engine):
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f'DROP INDEX "{name}"')
+    start = datetime(2026, 1, 12, 9, 0, tzinfo=UTC)
+    for threshold, indexed in ((1000, False), (1, True)):
+        settings = load_settings(database_url=pg, vector_index="hnsw", hnsw_min_memories=threshold)
+        with Memlane(settings) as lane:
+            result = lane.enqueue({**dated_transcript(start), "conversation_id": f"c{threshold}"})
+            assert set(lane.wait(result.job_ids, timeout=30).values()) == {"done"}
+            name = vector_index.index_name("u1", lane.embedder.name, lane.embedder.dim)
+        assert (name in vector_index.hnsw_indexes(engine)) is indexed
+
+
+def test_index_if_large_follows_the_policy_and_never_raises(pg: str, now: datetime) -> None:
+    from config.settings import load_settings
+    from workers.indexing import index_if_large
+
+    add_many(pg, now, 3)
+    exact = load_settings(database_url=pg, vector_index="exact", hnsw_min_memories=1)
+    assert index_if_large(exact, "u1", MODEL, DIM) is None
+    hnsw = load_settings(database_url=pg, vector_index="hnsw", hnsw_min_memories=1)
+    assert index_if_large(hnsw, "u1", MODEL, DIM) == vector_index.index_name("u1", MODEL, DIM)
+    # no vectors of that dimension: no index
+    assert index_if_large(hnsw, "u1", MODEL, vector_index.MAX_HNSW_DIM + 1) is None

@@ -24,17 +24,18 @@ def test_policy(policy: str, model: str, expected: bool) -> None:
     assert wants_hnsw(policy, model) is expected
 
 
-def test_names_are_valid_short_identifiers_distinct_per_model_and_dimension() -> None:
+def test_names_are_valid_short_identifiers_distinct_per_user_model_and_dimension() -> None:
     long_model = "azure/" + "very-long-deployment-name-" * 5
     names = {
-        index_name("minilm-l6-v2-int8", 384),
-        index_name("minilm-l6-v2-int8", 256),
-        index_name("Minilm-L6-v2-int8", 384),  # a different stored name
-        index_name(long_model, 1536),
-        index_name("it's/a model", 8),
+        index_name("u1", "minilm-l6-v2-int8", 384),
+        index_name("u2", "minilm-l6-v2-int8", 384),
+        index_name("u1", "minilm-l6-v2-int8", 256),
+        index_name("u1", "Minilm-L6-v2-int8", 384),  # a different stored name
+        index_name("u1" * 100, long_model, 1536),
+        index_name("o'brien", "it's/a model", 8),
     }
-    assert len(names) == 5
+    assert len(names) == 6
     for name in names:
         assert len(name.encode()) <= 63
-        assert re.fullmatch(r"ix_memories_hnsw_[a-z0-9_]+", name)
-    assert index_name("minilm-l6-v2-int8", 384) == index_name("minilm-l6-v2-int8", 384)
+        assert re.fullmatch(r"ix_memories_hnsw_[0-9a-f]{32}", name)
+    assert index_name("u1", "minilm-l6-v2-int8", 384) == index_name("u1", "minilm-l6-v2-int8", 384)
