@@ -161,6 +161,7 @@ class MemoryRow(Base):
     __table_args__ = (
         Index("ix_memories_user_status", "user_id", "status"),
         Index("ix_memories_user_accessed", "user_id", "accessed_at"),
+        Index("ix_memories_user_created", "user_id", "created_at"),
         Index("ix_memories_user_importance", "user_id", "importance"),
         Index("ix_memories_user_tier", "user_id", "tier"),
     )
