@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -21,50 +18,12 @@ from typing import Any
 from sqlalchemy import func, select
 
 from bench import dataset
-from bench.common import ROOT, env_for_children
+from bench.common import env_for_children
 from models.db import unit_of_work
 from models.tables import Job, MemoryRow
-from tests.integration.fleet import WorkerProcess, fleet_env
+from tests.integration.fleet import BeatProcess, WorkerProcess, fleet_env
 
 FINISHED = ("done", "failed")
-
-
-class BeatProcess:
-    """`celery beat`: publishes the sweep every sweep_every_s."""
-
-    def __init__(self, env: Mapping[str, str], log_dir: Path) -> None:
-        self.log_path = log_dir / f"beat-{time.monotonic_ns()}.log"
-        self._log = self.log_path.open("wb")
-        schedule = log_dir / f"beat-schedule-{time.monotonic_ns()}"
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.app",
-                "beat",
-                "--schedule",
-                str(schedule),
-                "--loglevel",
-                "INFO",
-            ],
-            cwd=ROOT,
-            env={**os.environ, **env},
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=20)
-        self._log.close()
 
 
 @dataclass
@@ -81,23 +40,17 @@ class Fleet:
         """Start (or restart) the `extract` or `store` worker and wait until it is ready."""
         self.generation += 1
         if role == "extract":
-            worker = WorkerProcess(
-                self.env,
-                queues="extract",
-                pool="threads",
-                concurrency=self.extract_concurrency,
-                name=f"extract{self.generation}",
-                log_dir=self.log_dir,
-            )
+            queues, pool, concurrency = "extract", "threads", self.extract_concurrency
         else:
-            worker = WorkerProcess(
-                self.env,
-                queues="ingest,store",
-                pool="prefork",
-                concurrency=self.store_concurrency,
-                name=f"store{self.generation}",
-                log_dir=self.log_dir,
-            )
+            queues, pool, concurrency = "ingest,store", "prefork", self.store_concurrency
+        worker = WorkerProcess(
+            self.env,
+            queues=queues,
+            pool=pool,
+            concurrency=concurrency,
+            name=f"{role}{self.generation}",
+            log_dir=self.log_dir,
+        )
         self.workers[role] = worker
         if wait:
             worker.wait_ready(timeout=90)
@@ -108,7 +61,7 @@ class Fleet:
         for worker in started:  # both import Celery and litellm at once
             worker.wait_ready(timeout=120)
         if beat:
-            self.beat = BeatProcess(self.env, self.log_dir)
+            self.beat = BeatProcess(self.env, log_dir=self.log_dir)
 
     def stop(self) -> None:
         for worker in self.workers.values():

@@ -54,10 +54,8 @@ def upgrade() -> None:
             f"HNSW indexes of {embedder.name}: {len(users)} user(s) with at least "
             f"{settings.hnsw_min_memories:,} memories; building the missing ones …"
         )
-        names = vector_index.ensure_for_users(
-            engine, users, embedder.name, embedder.dim, settings.hnsw_min_memories
-        )
-        typer.echo(f"vector indexes: {len(names)} ready")
+        built = [vector_index.ensure_hnsw(engine, u, embedder.name, embedder.dim) for u in users]
+        typer.echo(f"vector indexes: {sum(name is not None for name in built)} ready")
 
 
 def parse_queues(value: str) -> list[str]:

@@ -107,11 +107,12 @@ class AssemblyCandidates:
     retrieval_mode: str
 
 
-def _visible(user_id: str, now: datetime, include_sensitive: bool) -> list[ColumnElement[bool]]:
+def _visible(include_sensitive: bool) -> list[ColumnElement[bool]]:
+    """The safety filter of every read here; parameters `user_id` and `now`."""
     conditions: list[ColumnElement[bool]] = [
-        MemoryRow.user_id == user_id,
+        MemoryRow.user_id == bindparam("user_id"),
         MemoryRow.status == "active",
-        or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > now),
+        or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > bindparam("now")),
     ]
     if not include_sensitive:
         conditions.append(MemoryRow.sensitive == false())
@@ -222,7 +223,6 @@ def assembly_candidates(
     is then the distance alone, as an index scan gives it; exact reads break distance
     ties by id, which keeps the index out but makes the k-th place deterministic.
     `max_word_postings`: see `_selective`."""
-    visible = _visible(user_id, now, include_sensitive)
     postgres = session.get_bind().dialect.name == "postgresql"
     if query_vector is not None and not query_vector.vector:
         query_vector = None
@@ -232,7 +232,7 @@ def assembly_candidates(
     shape = _Shape(
         postgres=postgres,
         strategy=strategy,
-        vector=(vector.model, len(vector.vector)) if vector is not None else None,
+        vector_dim=len(vector.vector) if vector is not None else None,
         approximate=approximate,
         lexical=postgres and terms is not None,
         words=len(words),
@@ -258,7 +258,7 @@ def assembly_candidates(
     rows = session.execute(_statement(shape), params).all()
     lexical_col = _lexical_column() if shape.lexical else _NULL_FLOAT.label("lexical")
 
-    found = _Found(session, visible, top_k)
+    found = _Found(session, _visible(include_sensitive), {"user_id": user_id, "now": now}, top_k)
     found.add_rows(rows)
     mode = f"index:{strategy}"
     if terms is not None:
@@ -293,7 +293,7 @@ class _Shape:
 
     postgres: bool
     strategy: str
-    vector: tuple[str, int] | None  # (model, dim) of the query vector, PostgreSQL only
+    vector_dim: int | None  # of the query vector (PostgreSQL only); the model is bound
     approximate: bool
     lexical: bool  # ts_rank_cd of the query (PostgreSQL)
     words: int  # query keywords, for the lexical candidates
@@ -309,13 +309,7 @@ def _lexical_column() -> Any:
 def _statement(shape: _Shape) -> Any:
     """The one statement of a read (module docstring), built once per shape: building
     it took longer than running it (about 10 ms a call on a 2-core VM)."""
-    conditions: list[ColumnElement[bool]] = [
-        MemoryRow.user_id == bindparam("user_id"),
-        MemoryRow.status == "active",
-        or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > bindparam("now")),
-    ]
-    if not shape.include_sensitive:
-        conditions.append(MemoryRow.sensitive == false())
+    conditions = _visible(shape.include_sensitive)
     names = count()
 
     def part(*more: Any) -> Any:
@@ -333,8 +327,8 @@ def _statement(shape: _Shape) -> Any:
     relevance_col: Any = _NULL_FLOAT.label("relevance")
     parts: list[Any] = [part(MemoryRow.tier.in_(("pinned", "verified")))]
     parts += [top(part(), order, "strategy_k") for order in _strategy_orders(shape.strategy)]
-    if shape.vector is not None:
-        dim = shape.vector[1]
+    if shape.vector_dim is not None:
+        dim = shape.vector_dim
         q = bindparam("q", type_=Vector())
         # The user inlined too, for the planner to prove a per-user HNSW index's predicate.
         mine = MemoryRow.user_id == bindparam("user_literal", literal_execute=True)
@@ -411,9 +405,16 @@ def _selective(words: list[Any]) -> Any:
 class _Found:
     """The candidates of one assembly, gathered from several reads."""
 
-    def __init__(self, session: Session, visible: list[ColumnElement[bool]], top_k: int) -> None:
+    def __init__(
+        self,
+        session: Session,
+        visible: list[ColumnElement[bool]],
+        params: dict[str, Any],
+        top_k: int,
+    ) -> None:
         self._session = session
-        self._visible = visible
+        self._visible = visible  # bound by `params`
+        self._params = params
         self._top_k = top_k
         self.memories: dict[str, MemoryRecord] = {}
         self.models: dict[str, tuple[str, int] | None] = {}
@@ -461,7 +462,7 @@ class _Found:
             .order_by(_distance(len(query_vector.vector), q), MemoryRow.id)
             .limit(self._top_k)
         )
-        self.add_rows(self._session.execute(select_, {"tsq": terms}).all())
+        self.add_rows(self._session.execute(select_, {**self._params, "tsq": terms}).all())
 
     def numpy_top_k(self, query_vector: QueryVector) -> None:
         """SQLite has no vector index here (sqlite-vec cannot load on this Python), so the
@@ -472,7 +473,8 @@ class _Found:
         # vector into a list of Python floats, which costs far more than the cosines.
         blob = type_coerce(MemoryRow.embedding, LargeBinary).label("blob")
         rows = self._session.execute(
-            select(MemoryRow.id, blob).where(*self._visible, _is_model(query_vector.model, dim))
+            select(MemoryRow.id, blob).where(*self._visible, _is_model(query_vector.model, dim)),
+            self._params,
         ).all()
         if not rows:
             return

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from models import migrate
 from models.db import get_engine, unit_of_work
+from models.store import vector_index
 from models.tables import Base
 
 PG_ADMIN_URL = os.environ.get(
@@ -51,9 +52,13 @@ def pg_url() -> str:
 
 
 def _truncate(url: str) -> None:
+    """Empty every table, and drop the HNSW indexes made at run time (vector_index.py)."""
     tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
+    indexes = vector_index.hnsw_indexes(get_engine(url))
     with get_engine(url).begin() as conn:
         conn.execute(text(f"TRUNCATE {tables} CASCADE"))
+        for name in indexes:
+            conn.execute(text(f'DROP INDEX "{name}"'))
 
 
 @pytest.fixture

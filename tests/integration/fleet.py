@@ -19,61 +19,21 @@ from models.tables import Job, MemoryRow
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class WorkerProcess:
-    """One `celery worker` process (prefork parent + children, or threads)."""
+class CeleryProcess:
+    """One `celery -A workers.app …` command in a process group of its own, its output
+    in a log file under `log_dir`."""
 
-    def __init__(
-        self,
-        env: Mapping[str, str],
-        *,
-        queues: str = "ingest,extract,store",
-        pool: str = "threads",
-        concurrency: int = 4,
-        name: str = "w1",
-        log_dir: Path,
-        beat: bool = False,
-    ) -> None:
-        self.log_path = log_dir / f"worker-{name}-{time.monotonic_ns()}.log"
+    def __init__(self, args: list[str], env: Mapping[str, str], *, log_path: Path) -> None:
+        self.log_path = log_path
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "workers.app",
-                "worker",
-                "-Q",
-                queues,
-                "--pool",
-                pool,
-                "--concurrency",
-                str(concurrency),
-                "-n",
-                f"{name}@%h",
-                "--loglevel",
-                "INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "-E",
-                *(["-B", "--schedule", str(log_dir / f"beat-{name}")] if beat else []),
-            ],
+            [sys.executable, "-m", "celery", "-A", "workers.app", *args],
             cwd=ROOT,
             env={**os.environ, **env},
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited early:\n{self.log()}")
-            if b" ready." in self.log_path.read_bytes():
-                return
-            time.sleep(0.1)
-        raise RuntimeError(f"worker not ready after {timeout}s:\n{self.log()}")
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-5000:]
@@ -92,6 +52,61 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.kill()
         self._log.close()
+
+
+class WorkerProcess(CeleryProcess):
+    """One `celery worker` process (prefork parent + children, or threads)."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        queues: str = "ingest,extract,store",
+        pool: str = "threads",
+        concurrency: int = 4,
+        name: str = "w1",
+        log_dir: Path,
+        beat: bool = False,
+    ) -> None:
+        args = [
+            "worker",
+            "-Q",
+            queues,
+            "--pool",
+            pool,
+            "--concurrency",
+            str(concurrency),
+            "-n",
+            f"{name}@%h",
+            "--loglevel",
+            "INFO",
+            "--without-gossip",
+            "--without-mingle",
+            "-E",
+            *(["-B", "--schedule", str(log_dir / f"beat-{name}")] if beat else []),
+        ]
+        log_path = log_dir / f"worker-{name}-{time.monotonic_ns()}.log"
+        super().__init__(args, env, log_path=log_path)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"worker exited early:\n{self.log()}")
+            if b" ready." in self.log_path.read_bytes():
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"worker not ready after {timeout}s:\n{self.log()}")
+
+
+class BeatProcess(CeleryProcess):
+    """`celery beat` alone: publishes the sweep every sweep_every_s."""
+
+    def __init__(self, env: Mapping[str, str], *, log_dir: Path) -> None:
+        stamp = time.monotonic_ns()
+        schedule = log_dir / f"beat-schedule-{stamp}"
+        args = ["beat", "--schedule", str(schedule), "--loglevel", "INFO"]
+        super().__init__(args, env, log_path=log_dir / f"beat-{stamp}.log")
 
 
 def fleet_env(db_url: str, broker_url: str, **extra: str) -> dict[str, str]:

@@ -459,9 +459,6 @@ def test_db_upgrade_builds_the_hnsw_indexes_of_large_users(pg: str, now: datetim
     from workers.embedders import HashingEmbedder
 
     engine = get_engine(pg)
-    for name in vector_index.hnsw_indexes(engine):
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP INDEX "{name}"')
     embedder = HashingEmbedder(64)
     with unit_of_work(pg) as s:
         for user, n in (("big", 3), ("small", 1)):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import event, text
+from sqlalchemy.orm import Session
 
 from models.db import get_engine, unit_of_work
 from models.schemas import MemoryCreate
@@ -23,23 +24,26 @@ def unit(angle: float) -> list[float]:
     return [math.cos(angle), math.sin(angle), 0.0]
 
 
+def add(s: Session, now: datetime, user_id: str, content: str, angle: float) -> str:
+    """A memory of MODEL whose vector lies at `angle`; its id."""
+    return memories.add(
+        s,
+        user_id=user_id,
+        memory=MemoryCreate(content=content, importance=0.5),
+        keywords=keywords(content),
+        embedding=unit(angle),
+        embedding_model=MODEL,
+        now=now,
+    ).id
+
+
 def add_many(url: str, now: datetime, n: int) -> dict[str, float]:
     """n memories of user u1 whose vectors lie at angles 0 … π/2; id → angle."""
     angles: dict[str, float] = {}
     with unit_of_work(url) as s:
         for i in range(n):
             angle = (math.pi / 2) * i / (n - 1)
-            content = f"User note number {i} about topic {i % 7}"
-            memory = memories.add(
-                s,
-                user_id="u1",
-                memory=MemoryCreate(content=content, importance=0.5),
-                keywords=keywords(content),
-                embedding=unit(angle),
-                embedding_model=MODEL,
-                now=now,
-            )
-            angles[memory.id] = angle
+            angles[add(s, now, "u1", f"User note number {i} about topic {i % 7}", angle)] = angle
     return angles
 
 
@@ -117,16 +121,7 @@ def test_the_approximate_read_goes_through_the_hnsw_index_and_finds_the_nearest(
 def test_the_exact_read_breaks_distance_ties_by_id(pg: str, now: datetime) -> None:
     with unit_of_work(pg) as s:
         for i in range(6):
-            content = f"User same vector {i}"
-            memories.add(
-                s,
-                user_id="u1",
-                memory=MemoryCreate(content=content, importance=0.5),
-                keywords=keywords(content),
-                embedding=unit(0.0),
-                embedding_model=MODEL,
-                now=now,
-            )
+            add(s, now, "u1", f"User same vector {i}", 0.0)
         ids = sorted(m.id for m in memories.list_for_user(s, "u1"))
     got = vector_read(pg, now, 0.0, approximate=False, k=2)
     # The vector part's two are the smallest ids among six equal distances; the strategy
@@ -147,21 +142,9 @@ def test_no_index_on_sqlite_or_beyond_the_hnsw_dimension_limit(pg: str, sqlite_u
 
 def test_only_users_at_the_threshold_get_an_index(pg: str, now: datetime) -> None:
     engine = get_engine(pg)
-    for name in vector_index.hnsw_indexes(engine):
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP INDEX "{name}"')
     add_many(pg, now, 12)  # u1
     with unit_of_work(pg) as s:
-        content = "User has one note"
-        memories.add(
-            s,
-            user_id="u2",
-            memory=MemoryCreate(content=content, importance=0.5),
-            keywords=keywords(content),
-            embedding=unit(0.1),
-            embedding_model=MODEL,
-            now=now,
-        )
+        add(s, now, "u2", "User has one note", 0.1)
     assert vector_index.large_users(engine, MODEL, DIM, 10) == ["u1"]
     built = vector_index.ensure_for_users(engine, ["u1", "u2"], MODEL, DIM, 10)
     assert built == [vector_index.index_name("u1", MODEL, DIM)]
@@ -176,9 +159,6 @@ def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
     from tests.integration.test_inprocess import dated_transcript
 
     engine = get_engine(pg)
-    for name in vector_index.hnsw_indexes(engine):
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'DROP INDEX "{name}"')
     start = datetime(2026, 1, 12, 9, 0, tzinfo=UTC)
     for threshold, indexed in ((1000, False), (1, True)):
         settings = load_settings(database_url=pg, vector_index="hnsw", hnsw_min_memories=threshold)

@@ -5,28 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from models.schemas import MemoryRecord
-from models.store.assembly_reads import _record
+from models.store.assembly_reads import _COLUMNS, _record
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-COLUMNS = (
-    "id",
-    "user_id",
-    "content",
-    "category",
-    "importance",
-    "confidence",
-    "tier",
-    "status",
-    "sensitive",
-    "expires_at",
-    "access_count",
-    "created_at",
-    "accessed_at",
-    "embedding_model",
-    "embedding_dim",
-    "relevance",
-    "lexical",
-)
+# The candidates statement's layout: the record columns, then cosine and text rank.
+COLUMNS = (*(column.key for column in _COLUMNS), "relevance", "lexical")
 
 
 def test_a_record_is_what_model_construct_and_validation_give() -> None:
