@@ -2,7 +2,7 @@
 query_embedding=<precomputed>)` for users with 1k, 10k and 100k memories, per strategy,
 on PostgreSQL + pgvector (publishing record_access to Redis, as a fleet does) and on
 SQLite (the embedded default, in-process worker). The floor, in the same run: one
-trivial indexed query round trip through the same engine and unit of work.
+trivial indexed query round trip, read the way the assembler reads.
 
     python -m bench.assemble                 # the figures (loads the data once, ~5 min)
     python -m bench.assemble --size tiny     # a few seconds: proves it runs
@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import bindparam, select, text
 
 from bench import dataset
 from bench.common import (
@@ -39,8 +39,10 @@ from bench.common import (
 )
 from config.settings import load_settings
 from memlane.facade import Memlane
-from models.db import get_engine, unit_of_work
+from models.db import autocommit_engine, get_engine, unit_of_work
+from models.pipelined import compile_read, run_reads
 from models.store.vector_index import ensure_for_users, wants_hnsw
+from models.tables import MemoryRow
 from pipeline.scoring import STRATEGIES
 from workers.embedders import get_embedder
 
@@ -57,12 +59,21 @@ PLANS: dict[str, dict[str, Any]] = {
 
 
 def floor_query(url: str, memory_id: str) -> float:
-    """p50 seconds of the cheapest read the assembler could do: one primary-key lookup
-    in its own unit of work (session, BEGIN, round trip, COMMIT)."""
+    """p50 milliseconds of the cheapest read the assembler could do, the way it reads:
+    one primary-key lookup, on PostgreSQL in one pipelined round trip on the same pool
+    of connections (models/pipelined.py), on SQLite in its own unit of work."""
+    if url.startswith("postgresql"):
+        lookup = compile_read(select(MemoryRow.id).where(MemoryRow.id == bindparam("id")))
+        engine = autocommit_engine(url)
 
-    def call(_: int) -> None:
-        with unit_of_work(url) as session:
-            session.execute(text("SELECT 1 FROM memories WHERE id = :id"), {"id": memory_id})
+        def call(_: int) -> None:
+            run_reads(engine, [(lookup, {"id": memory_id})])
+
+    else:
+
+        def call(_: int) -> None:
+            with unit_of_work(url) as session:
+                session.execute(text("SELECT 1 FROM memories WHERE id = :id"), {"id": memory_id})
 
     durations = time_calls(call, warmup=20, iterations=500, max_seconds=3.0)
     return float(latency_summary(durations)["p50_ms"])

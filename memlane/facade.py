@@ -17,12 +17,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.orm import Session
 
 from config.settings import Settings, load_settings
 from memlane.background import AccessRecorder, PackWriter
 from models import migrate
-from models.db import read_unit, unit_of_work
+from models.db import unit_of_work
 from models.schemas import (
     EnqueueResult,
     JobPublic,
@@ -51,8 +50,6 @@ from workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
 from workers.embedders import Embedder, embed_query, embedder_for, get_embedder
 
 log = logging.getLogger("memlane.facade")
-
-_Reads = tuple[assembly_reads.AssemblyCandidates, context_items.ContextItems]
 
 
 def utcnow() -> datetime:
@@ -266,26 +263,25 @@ class Memlane:
             else None
         )
 
-        def read(session: Session) -> _Reads:
-            candidates = assembly_reads.assembly_candidates(
-                session,
-                user_id,
-                now=now,
-                strategy=strategy,
-                query_vector=query_vector,
-                # weight 0 turns the lexical half off, reads included
-                query_text=query if s.hybrid_lexical_weight > 0 else None,
-                top_k=s.vector_top_k,
-                strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k),
-                lexical_top_k=s.lexical_top_k,
-                include_sensitive=include_sensitive,
-                embed_for=self._query_in(query) if query else None,
-                approximate=wants_hnsw(s.vector_index, self.embedder.name),
-            )
-            return candidates, context_items.context_items(session, user_id, episode_limit=10)
-
-        # The hot path: no pre-ping round trip (models.db.read_unit).
-        candidates, items = read_unit(self.url, read)
+        wanted = assembly_reads.CandidateQuery(
+            now=now,
+            strategy=strategy,
+            query_vector=query_vector,
+            # weight 0 turns the lexical half off, reads included
+            query_text=query if s.hybrid_lexical_weight > 0 else None,
+            top_k=s.vector_top_k,
+            strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k),
+            lexical_top_k=s.lexical_top_k,
+            include_sensitive=include_sensitive,
+            approximate=wants_hnsw(s.vector_index, self.embedder.name),
+        )
+        candidates, items = assembly_reads.read_for_assembly(
+            self.url,
+            user_id,
+            wanted,
+            episode_limit=10,
+            embed_for=self._query_in(query) if query else None,
+        )
         procedures = items.procedures
 
         weights = weights or Weights(**s.weights.model_dump())

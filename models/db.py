@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 _T = TypeVar("_T")
 _lock = threading.Lock()
-_engines: dict[tuple[str, bool], Engine] = {}
+_engines: dict[tuple[str, bool, bool], Engine] = {}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -32,16 +32,20 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 # ef_search candidates until the LIMIT is filled, instead of coming back short. Relaxed
 # order is enough: the assembler re-sorts by the exact cosine. Set at connection start
 # (a placeholder until pgvector loads), so the hot path pays no SET round trip.
-PG_OPTIONS = "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100"
+# TimeZone UTC: psycopg then returns timestamps in datetime.UTC itself, which the reads
+# that bypass the ORM types (models/pipelined.py) rely on.
+PG_OPTIONS = "-c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search=100 -c TimeZone=UTC"
 
 
-def build_engine(url: str, *, pre_ping: bool = True) -> Engine:
+def build_engine(url: str, *, pre_ping: bool = True, autocommit: bool = False) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    extra: dict[str, Any] = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
     return create_engine(
         url,
+        **extra,
         pool_pre_ping=pre_ping,
         pool_size=5,
         max_overflow=10,
@@ -52,10 +56,21 @@ def build_engine(url: str, *, pre_ping: bool = True) -> Engine:
 def get_engine(url: str, *, pre_ping: bool = True) -> Engine:
     """One engine per URL per process; and one without the pre-ping for the hot read
     path (see `read_unit`)."""
+    return _engine(url, pre_ping=pre_ping, autocommit=False)
+
+
+def autocommit_engine(url: str) -> Engine:
+    """PostgreSQL connections in autocommit, without the pre-ping, for the assembler's
+    pipelined read (models/pipelined.py)."""
+    return _engine(url, pre_ping=False, autocommit=True)
+
+
+def _engine(url: str, *, pre_ping: bool, autocommit: bool) -> Engine:
+    key = (url, pre_ping, autocommit)
     with _lock:
-        engine = _engines.get((url, pre_ping))
+        engine = _engines.get(key)
         if engine is None:
-            engine = _engines[(url, pre_ping)] = build_engine(url, pre_ping=pre_ping)
+            engine = _engines[key] = build_engine(url, pre_ping=pre_ping, autocommit=autocommit)
         return engine
 
 

@@ -1,15 +1,16 @@
 """The assembler's reads: the few index-backed queries behind one context.
 
-One round trip on PostgreSQL: the UNION of the ids of pinned and verified items; the
+One statement on PostgreSQL: the UNION of the ids of pinned and verified items; the
 best by the chosen strategy (`strategy_top_k` per order, through the per-user btree
 indexes); the vector top-k against the query (ordered by `embedding::vector(dim) <=> q`
 under the user's and the embedder's own conditions, so the user's HNSW index serves it
 when there is one, see models/store/vector_index.py, and the exact per-user scan
-otherwise); and the
-lexical top-k (the user's memories sharing the most of the query's keywords, an
-index-only scan of `memory_keywords`); then those rows, each once, with the cosine and
-ts_rank_cd of the query against `content_tsv`, so embeddings never leave the database on
-this path and only the candidates are ranked.
+otherwise); and the lexical top-k (the user's memories sharing the most of the query's
+keywords, an index-only scan of `memory_keywords`); then those rows, each once, with the
+cosine and the ts_rank_cd of the query against `content_tsv`, so embeddings never leave
+the database on this path and only the candidates are ranked. `read_for_assembly` sends
+it with the read of soul blocks, episodes and procedures in one round trip, outside the
+ORM (models/pipelined.py).
 
 SQLite: the same parts without the vector one (cosines are computed in numpy over the
 user's vectors); the lexical score is BM25 over the candidates' keywords
@@ -26,7 +27,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 from itertools import count
@@ -55,7 +56,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
+from models.db import autocommit_engine, read_unit
+from models.pipelined import CompiledRead, compile_read, run_reads
 from models.schemas import MemoryRecord
+from models.store.context_items import ContextItems, context_items, items_from_rows, items_statement
 from models.tables import MemoryKeyword, MemoryRow
 from pipeline.keywords import keywords
 from pipeline.lexical import bm25_scores
@@ -200,91 +204,207 @@ def _distance(dim: int, q: Any) -> Any:
     return cast(MemoryRow.embedding, Vector(dim)).op("<=>", return_type=Float)(q)
 
 
-def assembly_candidates(
-    session: Session,
-    user_id: str,
-    *,
-    now: datetime,
-    strategy: str,
-    query_vector: QueryVector | None,
-    query_text: str | None = None,
-    top_k: int,
-    strategy_top_k: int | None = None,
-    lexical_top_k: int | None = None,
-    include_sensitive: bool = False,
-    embed_for: EmbedFor | None = None,
-    approximate: bool = False,
-    max_word_postings: int = MAX_WORD_POSTINGS,
-) -> AssemblyCandidates:
-    """The candidates of one assembly: `top_k` by cosine, `strategy_top_k` (default
-    `top_k`) per strategy order, `lexical_top_k` (default `top_k`) by shared keywords.
+@dataclass(frozen=True, slots=True)
+class CandidateQuery:
+    """What one assembly asks the store for: `top_k` by cosine, `strategy_top_k`
+    (default `top_k`) per strategy order, `lexical_top_k` (default `top_k`) by shared
+    keywords, among the user's memories visible at `now`.
 
     `approximate`: the vector top-k may come from an HNSW index (PostgreSQL). Its order
     is then the distance alone, as an index scan gives it; exact reads break distance
     ties by id, which keeps the index out but makes the k-th place deterministic.
     `max_word_postings`: see `_selective`."""
-    postgres = session.get_bind().dialect.name == "postgresql"
-    if query_vector is not None and not query_vector.vector:
-        query_vector = None
-    terms = websearch_terms(query_text) if query_text else None
-    words = sorted(keywords(query_text))[:MAX_QUERY_TERMS] if query_text else []
-    vector = query_vector if postgres else None
-    shape = _Shape(
-        postgres=postgres,
-        strategy=strategy,
-        vector_dim=len(vector.vector) if vector is not None else None,
-        approximate=approximate,
-        lexical=postgres and terms is not None,
-        words=len(words),
-        include_sensitive=include_sensitive,
-    )
-    params: dict[str, Any] = {
-        "user_id": user_id,
-        "now": now,
-        "strategy_k": strategy_top_k or top_k,
-        "vector_k": top_k,
-        "lexical_k": lexical_top_k or top_k,
-        "cap": max_word_postings,
-        "tsq": terms,
-        **{f"w{i}": word for i, word in enumerate(words)},
-    }
-    if vector is not None:
-        params.update(
-            q=list(vector.vector),
-            vmodel=vector.model,
-            vdim=len(vector.vector),
-            user_literal=user_id,
-        )
-    rows = session.execute(_statement(shape), params).all()
-    lexical_col = _lexical_column() if shape.lexical else _NULL_FLOAT.label("lexical")
 
-    found = _Found(session, _visible(include_sensitive), {"user_id": user_id, "now": now}, top_k)
-    found.add_rows(rows)
-    mode = f"index:{strategy}"
-    if terms is not None:
-        mode = f"{'fts' if postgres else 'bm25'}+{mode}"
-    if query_vector is not None:
-        pg_mode = "pgvector-hnsw" if approximate else "pgvector-exact"
-        mode = f"{pg_mode if postgres else 'numpy-cosine'}+{mode}"
-        if not postgres:
-            found.numpy_top_k(query_vector)
-        other = found.other_model(query_vector)
-        also = embed_for(*other) if other is not None and embed_for is not None else None
-        if other is not None and also:
-            second = QueryVector(other[0], also)
-            if postgres:
-                found.pg_top_k(second, lexical_col, terms)
-            else:
-                found.numpy_top_k(second)
-            mode += f"+also:{other[0]}"
-    if not postgres and query_text:
-        found.bm25(query_text)
-    return AssemblyCandidates(
-        memories=sorted(found.memories.values(), key=lambda m: m.id),
-        relevance=found.relevance,
-        lexical=found.lexical,
-        retrieval_mode=mode,
+    now: datetime
+    strategy: str
+    query_vector: QueryVector | None
+    top_k: int
+    query_text: str | None = None
+    strategy_top_k: int | None = None
+    lexical_top_k: int | None = None
+    include_sensitive: bool = False
+    approximate: bool = False
+    max_word_postings: int = MAX_WORD_POSTINGS
+
+
+def assembly_candidates(
+    session: Session,
+    user_id: str,
+    *,
+    embed_for: EmbedFor | None = None,
+    **query: Any,
+) -> AssemblyCandidates:
+    """The candidates of one assembly (`query`: the fields of CandidateQuery), read in
+    `session`."""
+    return candidates_in(session, user_id, CandidateQuery(**query), embed_for)
+
+
+def candidates_in(
+    session: Session, user_id: str, query: CandidateQuery, embed_for: EmbedFor | None
+) -> AssemblyCandidates:
+    postgres = session.get_bind().dialect.name == "postgresql"
+    read = _CandidatesRead.plan(postgres, user_id, query)
+    result = session.execute(_statement(read.shape), read.params)
+    names = list(result.keys())
+    return read.collect(names, result.all(), lambda follow_up: follow_up(session), embed_for)
+
+
+def read_for_assembly(
+    url: str,
+    user_id: str,
+    query: CandidateQuery,
+    *,
+    episode_limit: int,
+    embed_for: EmbedFor | None = None,
+) -> tuple[AssemblyCandidates, ContextItems]:
+    """Everything one assembly reads: its candidates and `context_items`. On PostgreSQL
+    both statements go in one round trip on an autocommit connection
+    (models/pipelined.py); a second read follows only while a re-embedding is under
+    way. SQLite reads them in one unit of work."""
+    if not url.startswith("postgresql"):
+
+        def read(session: Session) -> tuple[AssemblyCandidates, ContextItems]:
+            candidates = candidates_in(session, user_id, query, embed_for)
+            return candidates, context_items(session, user_id, episode_limit=episode_limit)
+
+        return read_unit(url, read)
+    plan = _CandidatesRead.plan(True, user_id, query)
+    model = plan.vector_model
+    candidates_sql = _pg_sql(plan.shape, user_id if model else None, model)
+    items_sql = _items_sql(episode_limit)
+    (names, rows), (_, item_rows) = run_reads(
+        autocommit_engine(url),
+        [(candidates_sql, plan.pg_params()), (items_sql, {"user_id": user_id})],
     )
+    candidates = plan.collect(names, rows, lambda follow_up: read_unit(url, follow_up), embed_for)
+    return candidates, items_from_rows(item_rows)
+
+
+@lru_cache(maxsize=1024)
+def _pg_sql(shape: _Shape, user_id: str | None, model: str | None) -> CompiledRead:
+    """The candidates statement for psycopg, with the user and the embedder of a vector
+    read inlined (`_is`): compiled once per process, shape and (for those) user."""
+    literals = {"user_literal": user_id, "vmodel": model} if model is not None else {}
+    return compile_read(_statement(shape), literals)
+
+
+@lru_cache(maxsize=16)
+def _items_sql(episode_limit: int) -> CompiledRead:
+    return compile_read(items_statement(episode_limit))
+
+
+FollowUp = Callable[[Callable[[Session], None]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _CandidatesRead:
+    """One candidates read: the statement's shape and parameters, and what turns its
+    rows into `AssemblyCandidates`."""
+
+    postgres: bool
+    user_id: str
+    query: CandidateQuery
+    shape: _Shape
+    params: dict[str, Any]
+    terms: str | None
+
+    @classmethod
+    def plan(cls, postgres: bool, user_id: str, query: CandidateQuery) -> _CandidatesRead:
+        query_vector = query.query_vector
+        if query_vector is not None and not query_vector.vector:
+            query = replace(query, query_vector=None)
+            query_vector = None
+        text = query.query_text
+        terms = websearch_terms(text) if text else None
+        words = sorted(keywords(text))[:MAX_QUERY_TERMS] if text else []
+        vector = query_vector if postgres else None
+        shape = _Shape(
+            postgres=postgres,
+            strategy=query.strategy,
+            vector_dim=len(vector.vector) if vector is not None else None,
+            approximate=query.approximate,
+            lexical=postgres and terms is not None,
+            words=len(words),
+            include_sensitive=query.include_sensitive,
+        )
+        params: dict[str, Any] = {
+            "user_id": user_id,
+            "now": query.now,
+            "strategy_k": query.strategy_top_k or query.top_k,
+            "vector_k": query.top_k,
+            "lexical_k": query.lexical_top_k or query.top_k,
+            "cap": query.max_word_postings,
+            "tsq": terms,
+            **{f"w{i}": word for i, word in enumerate(words)},
+        }
+        if vector is not None:
+            params.update(
+                q=list(vector.vector),
+                vmodel=vector.model,
+                vdim=len(vector.vector),
+                user_literal=user_id,
+            )
+        return cls(postgres, user_id, query, shape, params, terms)
+
+    @property
+    def vector_model(self) -> str | None:
+        return self.params.get("vmodel")
+
+    def pg_params(self) -> dict[str, Any]:
+        """`params` as psycopg takes them: the query vector in pgvector's text form,
+        as SQLAlchemy's Vector type sends it (float32 values), built a tenth faster."""
+        params = dict(self.params)
+        if "q" in params:
+            values = np.asarray(params["q"], dtype=np.float32).tolist()
+            params["q"] = "[" + ",".join(map(str, values)) + "]"
+        return params
+
+    def collect(
+        self,
+        names: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        follow_up: FollowUp,
+        embed_for: EmbedFor | None,
+    ) -> AssemblyCandidates:
+        """The candidates from the statement's rows; `follow_up` runs the further reads
+        (SQLite's cosines and BM25, a second embedder's top-k) on a session."""
+        postgres, query, terms = self.postgres, self.query, self.terms
+        query_vector = query.query_vector
+        found = _Found(
+            _visible(query.include_sensitive),
+            {"user_id": self.user_id, "now": query.now},
+            query.top_k,
+        )
+        found.add_rows(names, rows)
+        mode = f"index:{query.strategy}"
+        if terms is not None:
+            mode = f"{'fts' if postgres else 'bm25'}+{mode}"
+        if query_vector is not None:
+            pg_mode = "pgvector-hnsw" if query.approximate else "pgvector-exact"
+            mode = f"{pg_mode if postgres else 'numpy-cosine'}+{mode}"
+            if not postgres:
+                follow_up(lambda session: found.numpy_top_k(session, query_vector))
+            other = found.other_model(query_vector)
+            also = embed_for(*other) if other is not None and embed_for is not None else None
+            if other is not None and also:
+                second = QueryVector(other[0], also)
+                if postgres:
+                    lexical_col = (
+                        _lexical_column() if self.shape.lexical else _NULL_FLOAT.label("lexical")
+                    )
+                    follow_up(lambda session: found.pg_top_k(session, second, lexical_col, terms))
+                else:
+                    follow_up(lambda session: found.numpy_top_k(session, second))
+                mode += f"+also:{other[0]}"
+        query_text = query.query_text
+        if not postgres and query_text:
+            follow_up(lambda session: found.bm25(session, query_text))
+        return AssemblyCandidates(
+            memories=sorted(found.memories.values(), key=lambda m: m.id),
+            relevance=found.relevance,
+            lexical=found.lexical,
+            retrieval_mode=mode,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,8 +421,12 @@ class _Shape:
 
 
 def _lexical_column() -> Any:
+    """ts_rank_cd of the query, computed only where the text matches it: the match test
+    costs a fifth of the rank, and most candidates (by strategy, by vector) do not match;
+    a non-match ranks 0, which counts as no lexical signal anyway."""
     tsq = func.websearch_to_tsquery(literal_column("'english'"), bindparam("tsq"))
-    return func.ts_rank_cd(literal_column("memories.content_tsv"), tsq).label("lexical")
+    tsv: Any = literal_column("memories.content_tsv")
+    return case((tsv.op("@@")(tsq), func.ts_rank_cd(tsv, tsq)), else_=None).label("lexical")
 
 
 @lru_cache(maxsize=256)
@@ -407,12 +531,10 @@ class _Found:
 
     def __init__(
         self,
-        session: Session,
         visible: list[ColumnElement[bool]],
         params: dict[str, Any],
         top_k: int,
     ) -> None:
-        self._session = session
         self._visible = visible  # bound by `params`
         self._params = params
         self._top_k = top_k
@@ -421,11 +543,9 @@ class _Found:
         self.relevance: dict[str, float] = {}
         self.lexical: dict[str, float] = {}
 
-    def add_rows(self, rows: Sequence[Any]) -> None:
-        if not rows:
-            return
+    def add_rows(self, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         # By position (see _record); the names are looked up once per read.
-        at = {name: i for i, name in enumerate(rows[0]._fields)}
+        at = {name: i for i, name in enumerate(names)}
         i_id, i_model, i_dim = at["id"], at["embedding_model"], at["embedding_dim"]
         i_relevance, i_lexical = at["relevance"], at["lexical"]
         for row in rows:
@@ -453,7 +573,9 @@ class _Found:
         )
         return min(others, key=lambda m: (-others[m], m)) if others else None
 
-    def pg_top_k(self, query_vector: QueryVector, lexical_col: Any, terms: str | None) -> None:
+    def pg_top_k(
+        self, session: Session, query_vector: QueryVector, lexical_col: Any, terms: str | None
+    ) -> None:
         """Add the top-k by cosine among the user's vectors of `query_vector`'s model."""
         q = bindparam("q2", value=list(query_vector.vector), type_=Vector())
         select_ = (
@@ -462,9 +584,13 @@ class _Found:
             .order_by(_distance(len(query_vector.vector), q), MemoryRow.id)
             .limit(self._top_k)
         )
-        self.add_rows(self._session.execute(select_, {**self._params, "tsq": terms}).all())
+        self._add(session.execute(select_, {**self._params, "tsq": terms}))
 
-    def numpy_top_k(self, query_vector: QueryVector) -> None:
+    def _add(self, result: Any) -> None:
+        names = list(result.keys())
+        self.add_rows(names, result.all())
+
+    def numpy_top_k(self, session: Session, query_vector: QueryVector) -> None:
         """SQLite has no vector index here (sqlite-vec cannot load on this Python), so the
         embedded default computes cosines in numpy over the user's visible vectors of the
         query vector's model, and adds the top-k."""
@@ -472,7 +598,7 @@ class _Found:
         # The stored float32 bytes as they are: the column type would first turn each
         # vector into a list of Python floats, which costs far more than the cosines.
         blob = type_coerce(MemoryRow.embedding, LargeBinary).label("blob")
-        rows = self._session.execute(
+        rows = session.execute(
             select(MemoryRow.id, blob).where(*self._visible, _is_model(query_vector.model, dim)),
             self._params,
         ).all()
@@ -493,17 +619,17 @@ class _Found:
             select_ = select(*_COLUMNS, none.label("relevance"), none.label("lexical")).where(
                 MemoryRow.id.in_(wanted)
             )
-            self.add_rows(self._session.execute(select_).all())
+            self._add(session.execute(select_))
         for i, memory_id in enumerate(ids):
             if memory_id in self.memories:
                 self.relevance[memory_id] = float(sims[i])
 
-    def bm25(self, query_text: str) -> None:
+    def bm25(self, session: Session, query_text: str) -> None:
         """BM25 of every candidate over the candidates' keyword sets (SQLite)."""
         words = keywords(query_text)
         if not words or not self.memories:
             return
-        stored = self._session.execute(
+        stored = session.execute(
             select(MemoryRow.id, MemoryRow.keywords).where(MemoryRow.id.in_(list(self.memories)))
         ).all()
         documents = {row.id: sorted(row.keywords or ()) for row in stored}

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import JSON, String, Text, cast, delete, literal, null, select, union_all
+from sqlalchemy import (
+    JSON,
+    String,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    literal,
+    null,
+    select,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -186,8 +199,17 @@ class ContextItems:
 def context_items(session: Session, user_id: str, *, episode_limit: int = 10) -> ContextItems:
     """The user's soul blocks, `episode_limit` most recent episodes and procedures, as
     `soul_blocks`, `recent_episodes` and `procedures` give them, in one round trip (the
-    assembler reads them on every call): one UNION ALL whose rows share one shape."""
+    assembler reads them on every call)."""
+    rows = session.execute(items_statement(episode_limit), {"user_id": user_id}).all()
+    return items_from_rows(rows)
+
+
+@lru_cache(maxsize=16)
+def items_statement(episode_limit: int) -> Any:
+    """The read of `context_items` (parameter `user_id`): one UNION ALL whose rows share
+    one shape, (part, id, user_id, t1, t2, t3, words, at)."""
     text_null: Any = cast(null(), Text)
+    user_id = bindparam("user_id", type_=String)
     souls = select(
         literal("soul", String).label("part"),
         SoulBlockRow.kind.label("id"),
@@ -227,9 +249,16 @@ def context_items(session: Session, user_id: str, *, episode_limit: int = 10) ->
         ProcedureRow.keywords,
         ProcedureRow.created_at,
     ).where(ProcedureRow.user_id == user_id)
+    return union_all(souls, episodes, procedures)
+
+
+def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
+    """`context_items` from the rows of `items_statement`, in the order the assembler
+    reads them. `words` may come as JSON text (a read that bypasses the ORM types)."""
     found = ContextItems([], [], [])
-    for row in session.execute(union_all(souls, episodes, procedures)).all():
-        part, item_id, owner, t1, t2, t3, words, at = row
+    for part, item_id, owner, t1, t2, t3, words, at in rows:
+        if isinstance(words, str):
+            words = json.loads(words)
         if part == "soul":
             found.soul_blocks.append(
                 SoulBlock(user_id=owner, kind=item_id, content=t1, updated_at=at)
