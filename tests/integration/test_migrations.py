@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from hashlib import sha256
 from pathlib import Path
 
 from sqlalchemy import inspect, text
@@ -117,6 +118,30 @@ def test_sqlite_0002_adds_and_removes_the_next_columns_keeping_rows(tmp_path: Pa
     assert _contents(url) == ["User moved to Lisbon in March"]
 
 
+def _toasted_after_a_long_memory(url: str) -> int:
+    """Chunks in the memories' TOAST table after one memory with a 384-dimension
+    embedding (1.5 KB) and 1 KB of text (hex, which hardly compresses) is written."""
+    vector = "[" + ",".join(str(0.001 * (i + 1)) for i in range(384)) + "]"
+    content = " ".join(sha256(bytes([i])).hexdigest() for i in range(16))
+    with get_engine(url).begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
+                " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
+                " embedding)"
+                " VALUES ('mem_long', 'u1', :content, 'fact', 0.8, 1.0,"
+                " 'candidate', 'active', false, '[]', 1, :t, :t, CAST(:v AS vector))"
+            ),
+            {"content": content, "t": "2026-03-01 12:00:00+00:00", "v": vector},
+        )
+        toast = conn.execute(
+            text("SELECT reltoastrelid::regclass::text FROM pg_class WHERE relname = 'memories'")
+        ).scalar_one()
+        chunks = int(conn.execute(text(f"SELECT count(*) FROM {toast}")).scalar_one())
+        conn.execute(text("DELETE FROM memories WHERE id = 'mem_long'"))
+    return chunks
+
+
 def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -> None:
     import psycopg
 
@@ -130,6 +155,7 @@ def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -
         _insert_memory(url)
         migrate.upgrade(url, "0002")
         assert _columns(url, "memories") >= NEXT_COLUMNS | {"content_tsv"}
+        assert _toasted_after_a_long_memory(url) > 0  # the layout 0004 changes
         with get_engine(url).connect() as conn:
             # the generated column was filled for the row that existed before 0002
             assert (
@@ -151,6 +177,8 @@ def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -
             names = set(conn.execute(text("SELECT indexname FROM pg_indexes")).scalars())
         assert "ix_memory_keywords_user_keyword_memory" in names
         assert "ix_memories_content_tsv" not in names
+        # 0004: a 2.5 KB row keeps its embedding in the row; before, it went to TOAST
+        assert _toasted_after_a_long_memory(url) == 0
         migrate.downgrade(url, "0001")
         assert not _columns(url, "memories") & (NEXT_COLUMNS | {"content_tsv"})
         assert _contents(url) == ["User moved to Lisbon in March"]
