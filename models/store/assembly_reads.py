@@ -34,6 +34,7 @@ from itertools import count
 from typing import Any
 
 import numpy as np
+from pgvector import Vector as PgVector
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     ColumnElement,
@@ -351,12 +352,11 @@ class _CandidatesRead:
         return self.params.get("vmodel")
 
     def pg_params(self) -> dict[str, Any]:
-        """`params` as psycopg takes them: the query vector in pgvector's text form,
-        as SQLAlchemy's Vector type sends it (float32 values), built a tenth faster."""
+        """`params` as psycopg takes them: the query vector in pgvector's text form, as
+        SQLAlchemy's Vector type sends it."""
         params = dict(self.params)
         if "q" in params:
-            values = np.asarray(params["q"], dtype=np.float32).tolist()
-            params["q"] = "[" + ",".join(map(str, values)) + "]"
+            params["q"] = PgVector(params["q"]).to_text()
         return params
 
     def collect(
