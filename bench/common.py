@@ -15,6 +15,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from sqlalchemy import text
 from models import migrate
 from models.db import get_engine
 from models.tables import Base
+from workers.dispatch import InProcessDispatcher
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_ADMIN_URL = os.environ.get(
@@ -233,3 +235,13 @@ def env_for_children(**extra: str) -> dict[str, str]:
 
 def settings_env(settings: Mapping[str, str]) -> dict[str, str]:
     return {f"MEMLANE_{k.upper()}": v for k, v in settings.items()}
+
+
+class NoAccessRecords(InProcessDispatcher):
+    """The in-process worker without access records: every assembly sees the same store
+    (an included memory's accessed_at would otherwise move, and its recency with it)."""
+
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
+        return None

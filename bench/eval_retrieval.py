@@ -49,6 +49,7 @@ from typing import Any
 
 import tiktoken
 
+from bench.common import NoAccessRecords
 from config.settings import Settings, load_settings
 from memlane.facade import Memlane
 from models import migrate
@@ -59,7 +60,6 @@ from models.tables import Base
 from pipeline.keywords import STOPWORDS, keywords, stem, tokens
 from pipeline.lexical import bm25_scores
 from pipeline.tokens import encoding_for_model
-from workers.dispatch import InProcessDispatcher
 
 EVAL = Path(__file__).resolve().parents[1] / "examples" / "eval"
 BUDGETS = (500, 1000, 2000)
@@ -157,15 +157,8 @@ def bm25_window(
 # --------------------------------------------------------------------------- the pipeline
 
 
-class _NoAccessRecords(InProcessDispatcher):
-    """The in-process worker without access records: every question sees the same store."""
-
-    def record_access(self, memory_ids: Sequence[str], accessed_at: datetime) -> None:
-        return None
-
-
 def ingest(settings: Settings, transcripts: Sequence[TranscriptIn]) -> Memlane:
-    lane = Memlane(settings, dispatcher=_NoAccessRecords(settings))
+    lane = Memlane(settings, dispatcher=NoAccessRecords(settings))
     job_ids: list[str] = []
     for transcript in transcripts:
         job_ids += lane.enqueue(transcript).job_ids

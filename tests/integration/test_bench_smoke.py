@@ -18,6 +18,7 @@ pytestmark = pytest.mark.timeout(300)
 EXPECTED_FIELDS = {
     "assemble": {"backend", "memories", "strategy", "p50_ms", "p99_ms", "floor_p50_ms"},
     "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean"},
+    "fidelity": {"memories", "top_k", "strategy_top_k", "candidates_mean", "fidelity"},
     "tokens": {"part"},
     "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},
 }
