@@ -7,7 +7,9 @@ trivial indexed read took 1.5 ms through `unit_of_work` and 0.14 ms this way on 
 bench machine). Here the connection is in autocommit and the statements are sent in
 one pipeline with one Sync, which PostgreSQL runs as one implicit transaction: one
 snapshot, no BEGIN or COMMIT, one round trip. psycopg prepares a statement it has run
-a few times on a connection, so planning is paid once per connection and SQL text.
+five times on a connection and keeps the 100 most recent, so planning is paid once per
+connection and SQL text while that text stays among them (the assembler's candidates
+statement has the user in its text: see models/store/assembly_reads.py).
 
 Statements are SQLAlchemy's own, compiled for psycopg; parameters marked
 `literal_execute` (which the planner must see as constants, e.g. to use a partial

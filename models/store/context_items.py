@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -254,11 +253,9 @@ def items_statement(episode_limit: int) -> Any:
 
 def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
     """`context_items` from the rows of `items_statement`, in the order the assembler
-    reads them. `words` may come as JSON text (a read that bypasses the ORM types)."""
+    reads them."""
     found = ContextItems([], [], [])
     for part, item_id, owner, t1, t2, t3, words, at in rows:
-        if isinstance(words, str):
-            words = json.loads(words)
         if part == "soul":
             found.soul_blocks.append(
                 SoulBlock(user_id=owner, kind=item_id, content=t1, updated_at=at)
