@@ -8,6 +8,7 @@ trivial indexed query round trip, read the way the assembler reads.
     python -m bench.assemble --size tiny     # a few seconds: proves it runs
     python -m bench.assemble --backend postgresql --sizes 10000 --profile
     MEMLANE_EMBEDDING_MODEL=minilm python -m bench.assemble   # HNSW (own database)
+    python -m bench.assemble --backend postgresql --unprepared    # every read planned
 
 Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
 """
@@ -23,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, select, text
+from sqlalchemy import Engine, bindparam, event, select, text
 
 from bench import dataset
 from bench.common import (
@@ -92,6 +93,8 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
     questions = dataset.queries(50)
     vectors = embedder.embed(questions)
     truncate(url, ["context_packs"])
+    if backend == "postgresql" and args.unprepared:
+        never_prepare(autocommit_engine(url))
     with Memlane(settings) as lane:
         for size in plan["sizes"]:
             user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
@@ -131,11 +134,23 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                     strategy=strategy,
                     top_k=settings.vector_top_k,
                     budget_tokens=BUDGET,
+                    prepared=not args.unprepared,
                     **latency_summary(durations),
                     floor_p50_ms=floor,
                 )
     if backend == "postgresql":
         flush_redis()
+
+
+def never_prepare(engine: Engine) -> None:
+    """psycopg prepares no statement on `engine`'s connections from now on: every read
+    is planned, as a user's is in a process whose connections have each read for more
+    than 100 other users since (models/store/assembly_reads.py, `_pg_sql`)."""
+    engine.dispose()
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.prepare_threshold = None
 
 
 def print_profile(profiler: cProfile.Profile, title: str) -> None:
@@ -172,6 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--iterations", type=int, help="timed calls per cell (overrides --size)")
     p.add_argument("--profile", action="store_true", help="cProfile each cell (stderr)")
+    p.add_argument(
+        "--unprepared",
+        action="store_true",
+        help="PostgreSQL: plan every read (a user whose prepared statement a busy "
+        "process's connections no longer keep)",
+    )
     args = p.parse_args(argv)
     plan = dict(PLANS[args.size])
     plan["sizes"] = args.sizes or plan["sizes"]
