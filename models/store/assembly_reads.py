@@ -288,9 +288,9 @@ def _pg_sql(shape: _Shape, user_id: str | None, model: str | None) -> CompiledRe
 
     Its text is the user's own, so a pooled connection keeps the prepared statements of
     the last 100 users it read for (psycopg's `prepared_max`); any other user's read is
-    planned again (1.7 ms for a 10k-memory user on the bench machine). A text shared by all users
-    would be prepared once, but PostgreSQL's generic plan for it cannot use a user's
-    HNSW index (50 ms against 14 ms at 10k)."""
+    planned again (1.7 ms for a 10k-memory user on the bench machine). A text shared by
+    all users would be prepared once, but PostgreSQL's generic plan for it cannot use a
+    user's HNSW index (50 ms against 14 ms at 10k)."""
     literals = {"user_literal": user_id, "vmodel": model} if model is not None else {}
     return compile_read(_statement(shape), literals)
 
@@ -308,7 +308,6 @@ class _CandidatesRead:
     """One candidates read: the statement's shape and parameters, and what turns its
     rows into `AssemblyCandidates`."""
 
-    postgres: bool
     user_id: str
     query: CandidateQuery
     shape: _Shape
@@ -351,7 +350,7 @@ class _CandidatesRead:
                 vdim=len(vector.vector),
                 user_literal=user_id,
             )
-        return cls(postgres, user_id, query, shape, params, terms)
+        return cls(user_id, query, shape, params, terms)
 
     @property
     def vector_model(self) -> str | None:
@@ -374,7 +373,7 @@ class _CandidatesRead:
     ) -> AssemblyCandidates:
         """The candidates from the statement's rows; `follow_up` runs the further reads
         (SQLite's cosines and BM25, a second embedder's top-k) on a session."""
-        postgres, query, terms = self.postgres, self.query, self.terms
+        postgres, query, terms = self.shape.postgres, self.query, self.terms
         query_vector = query.query_vector
         found = _Found(
             _visible(query.include_sensitive),
