@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -65,24 +66,44 @@ def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_p
     try:
         worker.wait_ready()
         wait_until_up(f"{base}/healthcheck")  # Flower must be listening to see the events
+        workers: dict = {}
+        tasks: dict = {}
+
+        def poll(done: Callable[[], bool]) -> None:
+            nonlocal workers, tasks
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    assert httpx.get(f"{base}/api/workers", timeout=5).status_code == 401
+                    workers = httpx.get(
+                        f"{base}/api/workers?refresh=1", auth=AUTH, timeout=10
+                    ).json()
+                    tasks = httpx.get(f"{base}/api/tasks", auth=AUTH, timeout=10).json()
+                except httpx.TransportError:
+                    pass
+                if done():
+                    return
+                time.sleep(0.5)
+
+        def seen(*names: str) -> bool:
+            return set(names) <= {task.get("name") for task in tasks.values()}
+
         with Memlane(load_settings(database_url=pg, broker_url=redis_url)) as lane:
+            # Flower answering its health check does not mean it receives events yet: a
+            # task sent before then shows up without its name. A first transcript's tasks
+            # prove the events arrive; the second one's are then seen whole.
+            wait_for_jobs(pg, lane.enqueue(transcript("c0", "u0", 5)).job_ids)
+            poll(lambda: bool(tasks))
             convo = transcript("c1", "u1", 5)
             convo["messages"][0]["content"] = "I prefer TypeScript over JavaScript."
             job_ids = lane.enqueue(convo).job_ids
         wait_for_jobs(pg, job_ids)
-        deadline = time.monotonic() + 60
-        workers: dict = {}
-        tasks: dict = {}
-        while time.monotonic() < deadline:
-            try:
-                assert httpx.get(f"{base}/api/workers", timeout=5).status_code == 401
-                workers = httpx.get(f"{base}/api/workers?refresh=1", auth=AUTH, timeout=10).json()
-                tasks = httpx.get(f"{base}/api/tasks", auth=AUTH, timeout=10).json()
-            except httpx.TransportError:
-                pass
-            if any("flowerseen" in name for name in workers) and tasks:
-                break
-            time.sleep(0.5)
+        poll(
+            lambda: (
+                any("flowerseen" in name for name in workers)
+                and seen("memlane.extract", "memlane.store")
+            )
+        )
         assert any("flowerseen" in name for name in workers), workers
         names = {task["name"] for task in tasks.values()}
         assert {"memlane.extract", "memlane.store"} <= names
