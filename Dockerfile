@@ -2,10 +2,6 @@ FROM python:3.11-slim
 WORKDIR /app
 ENV PYTHONUNBUFFERED=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 COPY pyproject.toml README.md ./
-COPY config config
-COPY models models
-COPY pipeline pipeline
-COPY workers workers
 COPY memlane memlane
 COPY examples examples
 RUN pip install --no-cache-dir .

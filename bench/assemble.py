@@ -38,14 +38,14 @@ from bench.common import (
     time_calls,
     truncate,
 )
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from models.db import autocommit_engine, get_engine, unit_of_work
-from models.pipelined import compile_read, run_reads
-from models.store.vector_index import ensure_for_users, wants_hnsw
-from models.tables import MemoryRow
-from pipeline.scoring import STRATEGIES
-from workers.embedders import get_embedder
+from memlane.models.db import autocommit_engine, get_engine, unit_of_work
+from memlane.models.pipelined import compile_read, run_reads
+from memlane.models.store.vector_index import ensure_for_users, wants_hnsw
+from memlane.models.tables import MemoryRow
+from memlane.pipeline.scoring import STRATEGIES
+from memlane.workers.embedders import get_embedder
 
 BUDGET = 4000
 PLANS: dict[str, dict[str, Any]] = {

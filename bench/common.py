@@ -23,10 +23,10 @@ from typing import Any
 import psycopg
 from sqlalchemy import text
 
-from models import migrate
-from models.db import get_engine
-from models.tables import Base
-from workers.dispatch import InProcessDispatcher
+from memlane.models import migrate
+from memlane.models.db import get_engine
+from memlane.models.tables import Base
+from memlane.workers.dispatch import InProcessDispatcher
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_ADMIN_URL = os.environ.get(

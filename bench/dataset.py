@@ -8,7 +8,7 @@ words, a long tail); importance and confidence as the extractor assigns them; ag
 two years, accesses skewed to recent ones, access counts heavy-tailed; 3 pinned and up
 to 20 verified memories per user; ~8% not active, 1% sensitive, 2% with an expiry. The
 embedding comes from the configured embedder (hashing by default), the keywords from
-pipeline.keywords, exactly as the store stage computes them.
+memlane.pipeline.keywords, exactly as the store stage computes them.
 
 A user id names its size and the generator's version (`bench-v1-10000`): a store already
 loaded with that many memories is reused, a partial one is reloaded.
@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 from sqlalchemy import delete, func, insert, select
 
-from config.settings import load_settings
-from models.db import get_engine, unit_of_work
-from models.schemas import ExtractedEpisode
-from models.store import context_items
-from models.tables import EpisodeRow, MemoryKeyword, MemoryRow, ProcedureRow, SoulBlockRow
-from pipeline.keywords import keywords
-from workers.embedders import Embedder, get_embedder
+from memlane.config.settings import load_settings
+from memlane.models.db import get_engine, unit_of_work
+from memlane.models.schemas import ExtractedEpisode
+from memlane.models.store import context_items
+from memlane.models.tables import EpisodeRow, MemoryKeyword, MemoryRow, ProcedureRow, SoulBlockRow
+from memlane.pipeline.keywords import keywords
+from memlane.workers.embedders import Embedder, get_embedder
 
 VERSION = 1
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

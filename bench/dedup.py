@@ -1,6 +1,7 @@
 """Deduplication latency: one new memory against a user's 1k, 10k and 100k stored
 memories, the way the store stage does it: candidates from the inverted keyword index
-(`models.store.memories.dedup_candidates`) in one unit of work, then `pipeline.dedup.plan`.
+(`memlane.models.store.memories.dedup_candidates`) in one unit of work, then
+`memlane.pipeline.dedup.plan`.
 
     python -m bench.dedup                # the figures (reuses bench.assemble's data)
     python -m bench.dedup --size tiny    # a few seconds: proves it runs
@@ -25,11 +26,11 @@ from bench.common import (
     pg_database,
     sqlite_database,
 )
-from config.settings import load_settings
-from models.db import unit_of_work
-from models.schemas import ExtractedMemory
-from models.store import memories
-from pipeline import dedup
+from memlane.config.settings import load_settings
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import ExtractedMemory
+from memlane.models.store import memories
+from memlane.pipeline import dedup
 
 
 def sightings(count: int) -> list[dedup.Sighting]:

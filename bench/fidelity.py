@@ -22,12 +22,12 @@ from typing import Any
 
 from bench import dataset
 from bench.common import NoAccessRecords, Report, parser, pg_database
-from config.settings import Settings, load_settings
+from memlane.config.settings import Settings, load_settings
 from memlane.facade import Memlane
-from models.db import get_engine
-from models.store.vector_index import ensure_for_users, wants_hnsw
-from pipeline.budget import strategy_top_k
-from workers.embedders import get_embedder
+from memlane.models.db import get_engine
+from memlane.models.store.vector_index import ensure_for_users, wants_hnsw
+from memlane.pipeline.budget import strategy_top_k
+from memlane.workers.embedders import get_embedder
 
 PLANS: dict[str, dict[str, Any]] = {
     "tiny": {"size": 200, "queries": 5, "top_k": [10, 50], "db": "memlane_bench_tiny"},
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             strategy=args.strategy,
             budget_tokens=args.budget,
             top_k=k,
-            # scaled up with the budget (pipeline.budget.strategy_top_k)
+            # scaled up with the budget (memlane.pipeline.budget.strategy_top_k)
             strategy_top_k=strategy_top_k(args.budget, base.memory_share, k),
             candidates_mean=round(considered / len(questions), 1),
             included=total,

@@ -19,8 +19,8 @@ from sqlalchemy import func, select
 
 from bench import dataset
 from bench.common import env_for_children
-from models.db import unit_of_work
-from models.tables import Job, MemoryRow
+from memlane.models.db import unit_of_work
+from memlane.models.tables import Job, MemoryRow
 from tests.integration.fleet import BeatProcess, WorkerProcess, fleet_env
 
 FINISHED = ("done", "failed")

@@ -43,10 +43,10 @@ from bench.fleet import (
     wait_all_finished,
 )
 from bench.stub import stub_process
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from models.db import unit_of_work
-from models.tables import Job
+from memlane.models.db import unit_of_work
+from memlane.models.tables import Job
 
 PLANS: dict[str, dict[str, Any]] = {
     "tiny": {

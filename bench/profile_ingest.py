@@ -2,8 +2,8 @@
 process and one after another, each under cProfile.
 
 1. `Memlane.enqueue` (validation, the messages and the job row, the publish to Redis);
-2. `workers.runner.run_extract` (litellm calling the loopback stub, which answers at once);
-3. `workers.runner.run_store` (embeddings, dedup under the user's lock, the insert).
+2. `memlane.workers.runner.run_extract` (litellm calling the loopback stub, which answers at once);
+3. `memlane.workers.runner.run_store` (embeddings, dedup under the user's lock, the insert).
 
     python -m bench.profile_ingest [--transcripts 100] [--top 20]
 
@@ -26,10 +26,10 @@ from typing import Any
 from bench.common import REDIS_URL, Report, flush_redis, pg_database, truncate
 from bench.fleet import transcript
 from bench.stub import configure
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
+from memlane.workers import runner
 from tests.llm_stub import LLMStub
-from workers import runner
 
 
 def profiled(label: str, items: list[Any], step: Callable[[Any], object], top: int) -> float:

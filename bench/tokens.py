@@ -1,6 +1,6 @@
 """Token counting and the cost of budget enforcement.
 
-- counting: `pipeline.tokens.count_tokens` with o200k_base and cl100k_base, on memory
+- counting: `memlane.pipeline.tokens.count_tokens` with o200k_base and cl100k_base, on memory
   lines (short strings, one call each: the assembler's case) and on one long transcript
   (throughput), as tokens per second;
 - budget enforcement: `assemble_context` on 100 / 300 / 600 candidate memories (a 4,000
@@ -23,12 +23,12 @@ import tiktoken
 
 from bench import dataset
 from bench.common import Report, latency_summary, parser, time_calls
-from models.schemas import MemoryRecord
-from pipeline import assembly
-from pipeline import context_format as fmt
-from pipeline.assembly import assemble_context
-from pipeline.assembly_types import AssemblyInput
-from pipeline.tokens import count_tokens, get_encoding
+from memlane.models.schemas import MemoryRecord
+from memlane.pipeline import assembly
+from memlane.pipeline import context_format as fmt
+from memlane.pipeline.assembly import assemble_context
+from memlane.pipeline.assembly_types import AssemblyInput
+from memlane.pipeline.tokens import count_tokens, get_encoding
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 PLANS = {

@@ -27,12 +27,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from config.settings import Settings, get_settings
 from memlane import api_errors
 from memlane.api_errors import ApiError, ErrorOut, error_response
+from memlane.config.settings import Settings, get_settings
 from memlane.facade import Memlane
-from memlane.readiness import check_broker, check_database
-from models.schemas import (
+from memlane.models.schemas import (
     MAX_MESSAGE_CHARS,
     EnqueueResult,
     Identifier,
@@ -46,8 +45,9 @@ from models.schemas import (
     Tier,
     TranscriptIn,
 )
-from pipeline.assembly_types import ContextPack
-from pipeline.scoring import Strategy
+from memlane.pipeline.assembly_types import ContextPack
+from memlane.pipeline.scoring import Strategy
+from memlane.readiness import check_broker, check_database
 
 log = logging.getLogger("memlane.api")
 TRANSCRIPTS_PATH = "/v1/transcripts"

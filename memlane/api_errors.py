@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pipeline.errors import (
+from memlane.pipeline.errors import (
     BudgetError,
     ConfigurationError,
     MemlaneError,

@@ -13,10 +13,10 @@ import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from config.logging import ASSEMBLY_LOGGER
-from models.db import unit_of_work
-from models.store import context_items
-from pipeline.assembly_types import PackData, pack_json
+from memlane.config.logging import ASSEMBLY_LOGGER
+from memlane.models.db import unit_of_work
+from memlane.models.store import context_items
+from memlane.pipeline.assembly_types import PackData, pack_json
 
 log = logging.getLogger("memlane.packs")
 assembly_log = logging.getLogger(ASSEMBLY_LOGGER)

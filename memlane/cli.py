@@ -46,7 +46,7 @@ def root(
 ) -> None:
     ctx.meta["memlane.debug"] = debug
     if debug:
-        from config.logging import configure_logging
+        from memlane.config.logging import configure_logging
 
         configure_logging("DEBUG")
     else:

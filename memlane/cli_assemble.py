@@ -26,12 +26,12 @@ from pydantic import (
 )
 
 from memlane.cli_common import fail, lane_session, one_line, parse_now, stderr
-from pipeline.errors import MemlaneError
-from pipeline.scoring import Strategy
+from memlane.pipeline.errors import MemlaneError
+from memlane.pipeline.scoring import Strategy
 
 if TYPE_CHECKING:
     from memlane.facade import Memlane
-    from pipeline.assembly_types import AssembledContext
+    from memlane.pipeline.assembly_types import AssembledContext
 
 Format = Literal["xml", "json"]
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from typer.core import TyperGroup
 
-from pipeline.errors import ConfigurationError, MemlaneError, TranscriptError
+from memlane.pipeline.errors import ConfigurationError, MemlaneError, TranscriptError
 
 if TYPE_CHECKING:
     # typer vendors click; its Context is what a group's invoke receives.
@@ -95,7 +95,7 @@ def parse_now(value: str | None) -> datetime | None:
 def open_lane(**overrides: Any) -> Memlane:
     """The facade on the settings from MEMLANE_* variables (and `overrides`). Imported here,
     not at module level, so `memlane --help` does not load the database layer."""
-    from config.settings import load_settings
+    from memlane.config.settings import load_settings
     from memlane.facade import Memlane
 
     return Memlane(load_settings(**overrides))

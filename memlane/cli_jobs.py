@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from memlane.cli_common import lane_session, report_job_outcomes, stdout, wait_for_jobs
-from models.schemas import JobPublic, JobStatus
+from memlane.models.schemas import JobPublic, JobStatus
 
 jobs_app = typer.Typer(help="Extraction jobs: list, show, retry.", no_args_is_help=True)
 packs_app = typer.Typer(

@@ -9,10 +9,10 @@ import typer
 from rich.table import Table
 
 from memlane.cli_common import lane_session, stdout
-from models.schemas import Category, Tier
+from memlane.models.schemas import Category, Tier
 
 if TYPE_CHECKING:
-    from models.schemas import MemoryPublic
+    from memlane.models.schemas import MemoryPublic
 
 StatusFilter = Literal["active", "superseded", "quarantined", "deleted", "all"]
 

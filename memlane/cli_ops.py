@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from config.queues import Queue
+from memlane.config.queues import Queue
 
 db_app = typer.Typer(help="The database schema.", no_args_is_help=True)
 
@@ -30,11 +30,11 @@ def upgrade() -> None:
     """
     from sqlalchemy.engine import make_url
 
-    from config.settings import load_settings
-    from models import migrate
-    from models.db import get_engine
-    from models.store import vector_index
-    from workers.embedders import get_embedder
+    from memlane.config.settings import load_settings
+    from memlane.models import migrate
+    from memlane.models.db import get_engine
+    from memlane.models.store import vector_index
+    from memlane.workers.embedders import get_embedder
 
     settings = load_settings()
     url = settings.resolved_database_url
@@ -85,7 +85,7 @@ def worker_command(
     pool = pool or (EXTRACT_POOL if serves_extract else "prefork")
     if concurrency is None and serves_extract and pool == EXTRACT_POOL:
         concurrency = EXTRACT_CONCURRENCY
-    command = [sys.executable, "-m", "celery", "-A", "workers.app", "worker"]
+    command = [sys.executable, "-m", "celery", "-A", "memlane.workers.app", "worker"]
     command += ["-Q", ",".join(queues), "-E", "-P", pool, "-l", loglevel]
     # A node name per queue set, so several workers can run on one host.
     command += ["-n", f"memlane-{'-'.join(queues)}@%h"]
@@ -119,8 +119,8 @@ def worker(
     ] = False,
 ) -> None:
     """Run a Celery worker for memlane's queues (needs MEMLANE_BROKER_URL)."""
-    from config.settings import load_settings
-    from pipeline.errors import ConfigurationError
+    from memlane.config.settings import load_settings
+    from memlane.pipeline.errors import ConfigurationError
 
     settings = load_settings()
     command = worker_command(
@@ -150,8 +150,8 @@ def serve(
     """Run the HTTP API (memlane.api) with uvicorn."""
     import uvicorn
 
-    from config.logging import configure_logging
-    from config.settings import load_settings
+    from memlane.config.logging import configure_logging
+    from memlane.config.settings import load_settings
 
     settings = load_settings()  # a bad setting fails here, in one line, not in uvicorn
     configure_logging(settings.log_level)

@@ -21,8 +21,8 @@ from memlane.transcript_files import read_transcripts
 
 if TYPE_CHECKING:
     from memlane.facade import Memlane
-    from models.schemas import MemoryPublic
-    from pipeline.assembly_types import AssembledContext, PackItem
+    from memlane.models.schemas import MemoryPublic
+    from memlane.pipeline.assembly_types import AssembledContext, PackItem
 
 SAMPLE_QUERY = "What stack and tools does the user prefer?"
 DEMO_TIMEOUT_S = 120.0
@@ -45,7 +45,7 @@ def demo_overrides(db: Path) -> dict[str, object]:
 
 def fresh_database(db: Path) -> Path:
     """Delete the demo database (and SQLite's WAL side files) so each run starts empty."""
-    from models.db import dispose_engines
+    from memlane.models.db import dispose_engines
 
     db = db.resolve()
     # A pooled connection of an earlier run in this process would keep the deleted file.

@@ -18,11 +18,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from config.settings import Settings, load_settings
 from memlane.background import AccessRecorder, PackWriter
-from models import migrate
-from models.db import unit_of_work
-from models.schemas import (
+from memlane.config.settings import Settings, load_settings
+from memlane.models import migrate
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import (
     EnqueueResult,
     JobPublic,
     MemoryCreate,
@@ -34,20 +34,20 @@ from models.schemas import (
     Tier,
     TranscriptIn,
 )
-from models.store import assembly_reads, context_items, conversations, jobs, memories
-from models.store import reembed as reembed_store
-from models.store.vector_index import wants_hnsw
-from pipeline.assembly import assemble_context
-from pipeline.assembly_types import AssembledContext, AssemblyInput
-from pipeline.budget import derive_budget, strategy_top_k, validate_budget
-from pipeline.cadence import due_windows
-from pipeline.errors import ConfigurationError, TranscriptError
-from pipeline.keywords import keywords
-from pipeline.lexical import normalise_by_max
-from pipeline.scoring import STRATEGIES, Strategy, Weights, hybrid_relevance
-from pipeline.tokens import encoding_for_model
-from workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
-from workers.embedders import Embedder, embed_query, embedder_for, get_embedder
+from memlane.models.store import assembly_reads, context_items, conversations, jobs, memories
+from memlane.models.store import reembed as reembed_store
+from memlane.models.store.vector_index import wants_hnsw
+from memlane.pipeline.assembly import assemble_context
+from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
+from memlane.pipeline.budget import derive_budget, strategy_top_k, validate_budget
+from memlane.pipeline.cadence import due_windows
+from memlane.pipeline.errors import ConfigurationError, TranscriptError
+from memlane.pipeline.keywords import keywords
+from memlane.pipeline.lexical import normalise_by_max
+from memlane.pipeline.scoring import STRATEGIES, Strategy, Weights, hybrid_relevance
+from memlane.pipeline.tokens import encoding_for_model
+from memlane.workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
+from memlane.workers.embedders import Embedder, embed_query, embedder_for, get_embedder
 
 log = logging.getLogger("memlane.facade")
 

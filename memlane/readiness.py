@@ -8,7 +8,7 @@ import logging
 
 import redis
 
-from models import migrate
+from memlane.models import migrate
 
 log = logging.getLogger("memlane.readiness")
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memlane.facade import parse_transcript
-from models.schemas import TranscriptIn
-from pipeline.errors import TranscriptError
+from memlane.models.schemas import TranscriptIn
+from memlane.pipeline.errors import TranscriptError
 
 STDIN = "-"
 SUFFIXES = (".json", ".jsonl")

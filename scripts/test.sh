@@ -11,7 +11,7 @@ scripts/ensure_services.sh
 echo "[memlane test] ruff"
 .venv/bin/ruff check .
 echo "[memlane test] mypy"
-.venv/bin/mypy config models pipeline workers memlane
+.venv/bin/mypy -p memlane
 echo "[memlane test] pytest"
 .venv/bin/pytest -q "$@"
 echo "[memlane test] finished in $(( $(date +%s) - start )) s"

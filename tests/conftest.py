@@ -24,7 +24,7 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Itera
         if key.startswith("MEMLANE_"):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
-    from config.settings import get_settings
+    from memlane.config.settings import get_settings
 
     get_settings.cache_clear()
     yield

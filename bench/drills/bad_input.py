@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.common import ROOT, env_for_children, pg_database, table_counts, truncate
 from bench.drills.common import Verdict
-from models.schemas import MAX_MESSAGE_CHARS, MAX_MESSAGES_PER_TRANSCRIPT
+from memlane.models.schemas import MAX_MESSAGE_CHARS, MAX_MESSAGES_PER_TRANSCRIPT
 
 CORPUS = ROOT / "tests" / "data" / "bad_transcripts"
 TABLES = ("conversations", "messages", "jobs", "memories", "episodes")
@@ -137,8 +137,8 @@ def api_client(db_url: str) -> Any:
     with warnings.catch_warnings():  # starlette's note about httpx, not ours
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
-    from config.settings import load_settings
     from memlane.api import create_app
+    from memlane.config.settings import load_settings
 
     return TestClient(create_app(settings=load_settings(database_url=db_url)))
 

@@ -22,8 +22,8 @@ from sqlalchemy import func, select
 from bench import dataset
 from bench.common import Report
 from bench.fleet import active_memories, duplicate_memories
-from models.db import unit_of_work
-from models.tables import MemoryRow
+from memlane.models.db import unit_of_work
+from memlane.models.tables import MemoryRow
 
 UNIQUE_PER_TRANSCRIPT = 4
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]

@@ -22,9 +22,9 @@ from bench.common import REDIS_URL, pg_database, table_counts
 from bench.drills.common import Verdict, drill_corpus
 from bench.drills.fleet_run import run_corpus
 from bench.stub import configure
-from config.settings import Settings
-from models.db import unit_of_work
-from models.tables import Job
+from memlane.config.settings import Settings
+from memlane.models.db import unit_of_work
+from memlane.models.tables import Job
 from tests.llm_stub import LLMStub
 
 LLM_TIMEOUT_S = "2"

@@ -15,7 +15,7 @@ from typing import Any
 from bench.common import flush_redis, truncate
 from bench.drills.common import StoreState, store_state
 from bench.fleet import Fleet, job_counts, running_fleet, wait_all_finished
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 
 # The sweep republishes what the broker lost or a killed worker held, after this long

@@ -13,10 +13,10 @@ import redis
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
-from models import migrate
-from models.db import get_engine, unit_of_work
-from models.store import vector_index
-from models.tables import Base
+from memlane.models import migrate
+from memlane.models.db import get_engine, unit_of_work
+from memlane.models.store import vector_index
+from memlane.models.tables import Base
 
 PG_ADMIN_URL = os.environ.get(
     "MEMLANE_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"

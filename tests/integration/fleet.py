@@ -13,21 +13,21 @@ from pathlib import Path
 
 from sqlalchemy import func, select
 
-from models.db import unit_of_work
-from models.tables import Job, MemoryRow
+from memlane.models.db import unit_of_work
+from memlane.models.tables import Job, MemoryRow
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 class CeleryProcess:
-    """One `celery -A workers.app …` command in a process group of its own, its output
+    """One `celery -A memlane.workers.app …` command in a process group of its own, its output
     in a log file under `log_dir`."""
 
     def __init__(self, args: list[str], env: Mapping[str, str], *, log_path: Path) -> None:
         self.log_path = log_path
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "workers.app", *args],
+            [sys.executable, "-m", "celery", "-A", "memlane.workers.app", *args],
             cwd=ROOT,
             env={**os.environ, **env},
             stdout=self._log,

@@ -14,13 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from config.settings import load_settings
 from memlane.api import create_app, main, render_openapi
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
+from memlane.models.db import get_engine
+from memlane.models.schemas import MAX_MESSAGE_CHARS
+from memlane.pipeline.errors import ConfigurationError, MemlaneError
 from memlane.readiness import check_database
-from models.db import get_engine
-from models.schemas import MAX_MESSAGE_CHARS
-from pipeline.errors import ConfigurationError, MemlaneError
 from tests.conftest import EXAMPLES
 
 EXAMPLE = EXAMPLES / "maya-01-auth-migration.json"

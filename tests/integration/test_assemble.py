@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from pipeline.errors import BudgetError
-from pipeline.tokens import count_tokens, encoding_for_model
+from memlane.pipeline.errors import BudgetError
+from memlane.pipeline.tokens import count_tokens, encoding_for_model
 
 
 @pytest.fixture

@@ -21,13 +21,13 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
 from memlane.cli import app
-from models import migrate
-from models.db import unit_of_work
-from models.schemas import MemoryCreate
-from models.store import memories
-from models.tables import Conversation, Job, Message
-from pipeline.errors import NotFoundError
-from pipeline.keywords import keywords
+from memlane.models import migrate
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import MemoryCreate
+from memlane.models.store import memories
+from memlane.models.tables import Conversation, Job, Message
+from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.keywords import keywords
 from tests.conftest import EXAMPLES
 
 MAYA = EXAMPLES / "maya-01-auth-migration.json"
@@ -454,9 +454,9 @@ def test_db_upgrade_migrates_and_prints_the_revision(tmp_path: Path, pg: str) ->
 
 
 def test_db_upgrade_builds_the_hnsw_indexes_of_large_users(pg: str, now: datetime) -> None:
-    from models.db import get_engine
-    from models.store import vector_index
-    from workers.embedders import HashingEmbedder
+    from memlane.models.db import get_engine
+    from memlane.models.store import vector_index
+    from memlane.workers.embedders import HashingEmbedder
 
     engine = get_engine(pg)
     embedder = HashingEmbedder(64)
@@ -489,7 +489,7 @@ def test_worker_builds_the_celery_command_and_needs_a_broker(sqlite_url: str) ->
     dry = cli(sqlite_url, "worker", "--queues", "extract", "--dry-run")
     assert dry.exit_code == 0
     assert dry.stdout.endswith(
-        "-m celery -A workers.app worker -Q extract -E -P threads -l INFO "
+        "-m celery -A memlane.workers.app worker -Q extract -E -P threads -l INFO "
         "-n memlane-extract@%h -c 32\n"
     )
 

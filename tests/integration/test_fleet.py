@@ -14,10 +14,10 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from models.db import unit_of_work
-from models.tables import MemoryRow
+from memlane.models.db import unit_of_work
+from memlane.models.tables import MemoryRow
 from tests.integration.fleet import (
     WorkerProcess,
     fleet_env,
@@ -137,7 +137,7 @@ def test_cadence_resend_and_the_final_tail(pg, redis_url, fleet, stub) -> None:
 def test_a_redelivered_or_repeated_job_stores_nothing_twice(pg, redis_url, fleet, stub) -> None:
     stub.answer(memories=[PREFERS_TS])
     fleet(**llm_settings(stub))
-    from workers import tasks
+    from memlane.workers import tasks
 
     with lane_for(pg, redis_url) as lane:
         job_id = lane.enqueue(transcript("c1", "u1", 5)).job_ids[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from tests.integration.fleet import ROOT, WorkerProcess, fleet_env, wait_for_jobs
 from tests.integration.test_fleet import transcript
@@ -50,7 +50,7 @@ def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_p
             "-m",
             "celery",
             "-A",
-            "workers.app",
+            "memlane.workers.app",
             "flower",
             f"--port={port}",
             "--address=127.0.0.1",

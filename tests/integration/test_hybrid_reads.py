@@ -7,13 +7,13 @@ from datetime import datetime
 
 import pytest
 
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane, blend_relevance
-from models.db import unit_of_work
-from models.schemas import MemoryCreate
-from models.store import assembly_reads, memories
-from models.store.assembly_reads import AssemblyCandidates, QueryVector, websearch_terms
-from pipeline.keywords import keywords
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import MemoryCreate
+from memlane.models.store import assembly_reads, memories
+from memlane.models.store.assembly_reads import AssemblyCandidates, QueryVector, websearch_terms
+from memlane.pipeline.keywords import keywords
 
 
 def add(url: str, now: datetime, content: str, vector: list[float], importance: float) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from config.settings import load_settings
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 
 

@@ -11,13 +11,18 @@ from types import ModuleType
 
 import pytest
 
-from models.schemas import ExtractedEpisode, ExtractedMemory, ExtractionWindow, StoredMessage
-from pipeline.errors import ConfigurationError, ExtractionError
-from pipeline.prompts import build_extraction_messages
+from memlane.models.schemas import (
+    ExtractedEpisode,
+    ExtractedMemory,
+    ExtractionWindow,
+    StoredMessage,
+)
+from memlane.pipeline.errors import ConfigurationError, ExtractionError
+from memlane.pipeline.prompts import build_extraction_messages
+from memlane.workers.embedders import LiteLLMEmbedder
+from memlane.workers.errors import PermanentLLMError, TransientLLMError
+from memlane.workers.llm import call_extraction_llm, load_litellm
 from tests.llm_stub import LLMStub, malformed, ok, status, stub_vector, timeout
-from workers.embedders import LiteLLMEmbedder
-from workers.errors import PermanentLLMError, TransientLLMError
-from workers.llm import call_extraction_llm, load_litellm
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 PREFERENCE = {

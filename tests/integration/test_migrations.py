@@ -5,9 +5,9 @@ from pathlib import Path
 
 from sqlalchemy import inspect, text
 
-from models import migrate
-from models.db import get_engine
-from models.tables import Base
+from memlane.models import migrate
+from memlane.models.db import get_engine
+from memlane.models.tables import Base
 from tests.integration.conftest import PG_ADMIN_URL
 
 

@@ -1,4 +1,4 @@
-"""The hot path's read without the pool's pre-ping (models.db.read_unit): a connection
+"""The hot path's read without the pool's pre-ping (memlane.models.db.read_unit): a connection
 the server dropped costs one retry, not an error; other errors are not retried."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.orm import Session
 
-from models.db import get_engine, read_unit
+from memlane.models.db import get_engine, read_unit
 from tests.integration.conftest import PG_ADMIN_URL
 
 

@@ -12,17 +12,17 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from config.settings import load_settings
 from memlane.cli import app
+from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from models.db import unit_of_work
-from models.schemas import MemoryCreate
-from models.store import memories, reembed
-from models.tables import MemoryRow
-from pipeline.hashing_embedder import hashing_embed
-from pipeline.keywords import keywords
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import MemoryCreate
+from memlane.models.store import memories, reembed
+from memlane.models.tables import MemoryRow
+from memlane.pipeline.hashing_embedder import hashing_embed
+from memlane.pipeline.keywords import keywords
+from memlane.workers.reembed import run_reembed_user
 from tests.integration.fleet import WorkerProcess, fleet_env
-from workers.reembed import run_reembed_user
 
 OLD, NEW = "hashing-64", "hashing-128"
 

@@ -5,11 +5,11 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
-from models.db import unit_of_work
-from models.schemas import TranscriptIn
-from models.store import conversations
-from models.tables import Conversation, Message
-from pipeline.errors import TranscriptError
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import TranscriptIn
+from memlane.models.store import conversations
+from memlane.models.tables import Conversation, Message
+from memlane.pipeline.errors import TranscriptError
 
 
 def transcript(

@@ -4,10 +4,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from models.db import unit_of_work
-from models.store import conversations, jobs
-from pipeline.cadence import WindowSpec
-from pipeline.errors import MemlaneError
+from memlane.models.db import unit_of_work
+from memlane.models.store import conversations, jobs
+from memlane.pipeline.cadence import WindowSpec
+from memlane.pipeline.errors import MemlaneError
 from tests.integration.test_store_conversations import transcript
 
 STALE = timedelta(minutes=10)

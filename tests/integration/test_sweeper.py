@@ -4,13 +4,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from config.settings import load_settings
-from models.db import unit_of_work
-from models.store import conversations, jobs, memories
-from pipeline.cadence import WindowSpec
+from memlane.config.settings import load_settings
+from memlane.models.db import unit_of_work
+from memlane.models.store import conversations, jobs, memories
+from memlane.pipeline.cadence import WindowSpec
+from memlane.workers import sweeper
 from tests.integration.test_store_conversations import transcript
 from tests.integration.test_store_memories import add
-from workers import sweeper
 
 
 def test_an_idle_conversation_gets_its_tail_extracted_once(db_url: str, now: datetime) -> None:

@@ -10,11 +10,11 @@ from typing import Any
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
-from models.db import get_engine, unit_of_work
-from models.schemas import MemoryCreate
-from models.store import assembly_reads, memories, vector_index
-from models.store.assembly_reads import QueryVector
-from pipeline.keywords import keywords
+from memlane.models.db import get_engine, unit_of_work
+from memlane.models.schemas import MemoryCreate
+from memlane.models.store import assembly_reads, memories, vector_index
+from memlane.models.store.assembly_reads import QueryVector
+from memlane.pipeline.keywords import keywords
 
 MODEL = "dense-test"
 DIM = 3
@@ -154,7 +154,7 @@ def test_only_users_at_the_threshold_get_an_index(pg: str, now: datetime) -> Non
 
 
 def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
-    from config.settings import load_settings
+    from memlane.config.settings import load_settings
     from memlane.facade import Memlane
     from tests.integration.test_inprocess import dated_transcript
 
@@ -170,8 +170,8 @@ def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
 
 
 def test_index_if_large_follows_the_policy_and_never_raises(pg: str, now: datetime) -> None:
-    from config.settings import load_settings
-    from workers.indexing import index_if_large
+    from memlane.config.settings import load_settings
+    from memlane.workers.indexing import index_if_large
 
     add_many(pg, now, 3)
     exact = load_settings(database_url=pg, vector_index="exact", hnsw_min_memories=1)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
-from pipeline import context_format as fmt
-from pipeline.assembly_types import AssemblyInput
-from pipeline.tokens import count_tokens, get_encoding
+from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
+from memlane.pipeline import context_format as fmt
+from memlane.pipeline.assembly_types import AssemblyInput
+from memlane.pipeline.tokens import count_tokens, get_encoding
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ENCODING = get_encoding("cl100k_base")

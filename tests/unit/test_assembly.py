@@ -13,10 +13,10 @@ from typing import cast
 import pytest
 import tiktoken
 
-from pipeline import context_format as fmt
-from pipeline.assembly import assemble_context
-from pipeline.assembly_types import PackEvent, pack_json
-from pipeline.errors import BudgetError
+from memlane.pipeline import context_format as fmt
+from memlane.pipeline.assembly import assemble_context
+from memlane.pipeline.assembly_types import PackEvent, pack_json
+from memlane.pipeline.errors import BudgetError
 from tests.unit.assembly_helpers import (
     NOW,
     document,

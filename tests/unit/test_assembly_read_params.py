@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from pgvector import Vector
 
-from models.store.assembly_reads import CandidateQuery, QueryVector, _CandidatesRead
+from memlane.models.store.assembly_reads import CandidateQuery, QueryVector, _CandidatesRead
 
 
 def test_the_query_vector_goes_as_pgvector_text_and_the_orm_params_stay() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.backoff import compute_backoff, parse_retry_after
+from memlane.pipeline.backoff import compute_backoff, parse_retry_after
 
 NOW = datetime(2026, 1, 15, 12, 0, 0, tzinfo=UTC)
 

@@ -2,10 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.budget import MIN_MEMORY_LINE_TOKENS, derive_budget, strategy_top_k, validate_budget
-from pipeline.context_format import memory_line
-from pipeline.errors import BudgetError
-from pipeline.tokens import get_encoding
+from memlane.pipeline.budget import (
+    MIN_MEMORY_LINE_TOKENS,
+    derive_budget,
+    strategy_top_k,
+    validate_budget,
+)
+from memlane.pipeline.context_format import memory_line
+from memlane.pipeline.errors import BudgetError
+from memlane.pipeline.tokens import get_encoding
 from tests.unit.assembly_helpers import mem
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.cadence import WindowSpec, due_windows, tail_windows
+from memlane.pipeline.cadence import WindowSpec, due_windows, tail_windows
 
 
 def alternating(count: int) -> list[int]:

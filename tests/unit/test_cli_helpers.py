@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 from memlane.cli_assemble import read_batch
 from memlane.cli_common import exit_code_for, one_line, parse_now
 from memlane.cli_ops import parse_queues, worker_command
-from pipeline.errors import (
+from memlane.pipeline.errors import (
     BudgetError,
     ConfigurationError,
     MemlaneError,
@@ -89,7 +89,7 @@ def test_batch_lines_are_numbered_as_in_the_file_and_validated_first(tmp_path: P
 
 def test_an_extract_worker_defaults_to_32_threads() -> None:
     command = worker_command(["extract"], pool=None, concurrency=None, beat=False, loglevel="INFO")
-    assert command[:6] == [sys.executable, "-m", "celery", "-A", "workers.app", "worker"]
+    assert command[:6] == [sys.executable, "-m", "celery", "-A", "memlane.workers.app", "worker"]
     joined = " ".join(command[6:])
     assert joined == "-Q extract -E -P threads -l INFO -n memlane-extract@%h -c 32"
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.schemas import ExtractedMemory, MemoryRecord, MemoryStatus
-from pipeline.dedup import (
+from memlane.models.schemas import ExtractedMemory, MemoryRecord, MemoryStatus
+from memlane.pipeline.dedup import (
     DedupPlan,
     PlannedBump,
     PlannedReread,
@@ -29,7 +29,7 @@ from pipeline.dedup import (
     min_shared_keywords,
     plan,
 )
-from pipeline.keywords import keywords
+from memlane.pipeline.keywords import keywords
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(days=30)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config.queues import TASK_ROUTES, Queue
-from config.settings import Settings
+from memlane.config.queues import TASK_ROUTES, Queue
+from memlane.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,7 +56,7 @@ def test_compose_has_every_service_with_healthchecks_where_they_run_long() -> No
 def test_compose_workers_match_the_procfile(service: str, process: str) -> None:
     argv = compose()["services"][service]["command"]
     proc = procfile()[process]
-    assert argv[:4] == proc[:4] == ["celery", "-A", "workers.app", "worker"]
+    assert argv[:4] == proc[:4] == ["celery", "-A", "memlane.workers.app", "worker"]
     for flag in ("-Q", "--pool"):
         assert option(argv, flag) == option(proc, flag), flag
 

@@ -4,9 +4,9 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from config.settings import load_settings
-from pipeline.hashing_embedder import hashing_embed
-from workers.embedders import (
+from memlane.config.settings import load_settings
+from memlane.pipeline.hashing_embedder import hashing_embed
+from memlane.workers.embedders import (
     HashingEmbedder,
     LiteLLMEmbedder,
     QueryEmbeddingCache,
@@ -54,7 +54,10 @@ def test_litellm_embedder_sends_nothing_for_nothing() -> None:
 
 
 def test_importing_the_adapters_does_not_import_litellm() -> None:
-    code = "import sys, workers.embedders, workers.llm; print('litellm' in sys.modules)"
+    code = (
+        "import sys, memlane.workers.embedders, memlane.workers.llm; "
+        "print('litellm' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.hashing_embedder import hashing_embed, stemmed_tokens
+from memlane.pipeline.hashing_embedder import hashing_embed, stemmed_tokens
 
 
 def cosine(a: list[float], b: list[float]) -> float:
@@ -30,7 +30,7 @@ def test_tokens_are_lowercased_stemmed_and_free_of_stopwords() -> None:
 def test_same_vectors_in_another_process_with_another_hash_seed() -> None:
     script = (
         "import json, sys\n"
-        "from pipeline.hashing_embedder import hashing_embed\n"
+        "from memlane.pipeline.hashing_embedder import hashing_embed\n"
         "print(json.dumps(hashing_embed(json.loads(sys.argv[1]), dim=64)))\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.keywords import (
+from memlane.pipeline.keywords import (
     NLTK_ENGLISH_STOPWORDS,
     STOPWORDS,
     keywords,

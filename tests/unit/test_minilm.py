@@ -13,10 +13,10 @@ import sys
 import numpy as np
 import pytest
 
-from config.settings import load_settings
-from pipeline.errors import ConfigurationError
-from workers.embedders import embedder_for, get_embedder
-from workers.minilm import MINILM_DIM, MINILM_NAME, MiniLMEmbedder, mean_pool
+from memlane.config.settings import load_settings
+from memlane.pipeline.errors import ConfigurationError
+from memlane.workers.embedders import embedder_for, get_embedder
+from memlane.workers.minilm import MINILM_DIM, MINILM_NAME, MiniLMEmbedder, mean_pool
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +107,8 @@ def test_stored_names_rebuild_their_embedders() -> None:
 def test_without_the_extra_the_error_says_what_to_install() -> None:
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
-        "from workers.minilm import MiniLMEmbedder\n"
-        "from pipeline.errors import ConfigurationError\n"
+        "from memlane.workers.minilm import MiniLMEmbedder\n"
+        "from memlane.pipeline.errors import ConfigurationError\n"
         "try:\n"
         "    MiniLMEmbedder().embed(['hello'])\n"
         "except ConfigurationError as exc:\n"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import pipeline
+import memlane.pipeline
 
-PIPELINE_DIR = Path(pipeline.__file__).parent
+PIPELINE_DIR = Path(memlane.pipeline.__file__).parent
 SOURCES = sorted(PIPELINE_DIR.rglob("*.py"))
 
 FORBIDDEN_LIBRARIES = frozenset(
@@ -45,8 +45,8 @@ FORBIDDEN_LIBRARIES = frozenset(
 # direct import of them counts.
 LOADED_BY_THE_STANDARD_LIBRARY = frozenset({"socket", "subprocess"})
 # Inside the project, the pipeline may use only itself and the pydantic schemas.
-PROJECT_PACKAGES = frozenset({"pipeline", "models", "workers", "config", "memlane"})
-ALLOWED_PROJECT_MODULES = ("pipeline", "models.schemas")
+PROJECT = "memlane"
+ALLOWED_PROJECT_MODULES = ("memlane.pipeline", "memlane.models.schemas")
 ENVIRONMENT_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 CLOCK_METHODS = frozenset({"now", "utcnow", "today"})
 CLOCK_FUNCTIONS = frozenset(
@@ -61,7 +61,7 @@ def _imported_modules(tree: ast.AST) -> list[str]:
             found.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append(node.module)
-            # "from models import store" imports models.store
+            # "from memlane.models import store" imports memlane.models.store
             found.extend(f"{node.module}.{alias.name}" for alias in node.names)
     return found
 
@@ -70,12 +70,12 @@ def _import_violations(tree: ast.AST) -> list[str]:
     problems: list[str] = []
     for module in _imported_modules(tree):
         root = module.split(".")[0]
-        # "from models import schemas" also yields the bare package "models": allowed,
-        # since what it brings in is listed separately as "models.schemas".
-        allowed = module == "models" or any(
+        # "from memlane.models import schemas" also yields the bare packages: allowed, since
+        # what it brings in is listed separately as "memlane.models.schemas".
+        allowed = module in ("memlane", "memlane.models") or any(
             module == name or module.startswith(name + ".") for name in ALLOWED_PROJECT_MODULES
         )
-        if root in FORBIDDEN_LIBRARIES or (root in PROJECT_PACKAGES and not allowed):
+        if root in FORBIDDEN_LIBRARIES or (root == PROJECT and not allowed):
             problems.append(f"imports {module}")
     return problems
 
@@ -122,10 +122,12 @@ def test_pipeline_module_is_pure(path: Path) -> None:
         "import httpx",
         "import requests",
         "import psycopg",
-        "from models.store import memories",
-        "from models import store",
-        "from config.settings import get_settings",
-        "import workers.tasks",
+        "from memlane.models.store import memories",
+        "from memlane.models import store",
+        "from memlane.config.settings import get_settings",
+        "import memlane.workers.tasks",
+        "from memlane.facade import Memlane",
+        "from memlane import Memlane",
         "import os\nx = os.environ['X']",
         "import os\nx = os.getenv('X')",
         "from os import environ",
@@ -145,9 +147,9 @@ def test_the_checker_catches(source: str) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "from models.schemas import MemoryRecord",
-        "from models import schemas",
-        "from pipeline.keywords import keywords",
+        "from memlane.models.schemas import MemoryRecord",
+        "from memlane.models import schemas",
+        "from memlane.pipeline.keywords import keywords",
         "import tiktoken\nimport snowballstemmer",
         "from datetime import datetime, timedelta\ndef f(now: datetime): return now",
         "import time\nx = time.strftime('%Y')",
@@ -159,7 +161,8 @@ def test_the_checker_allows(source: str) -> None:
 
 def test_importing_the_pipeline_loads_no_io_library() -> None:
     names = sorted(
-        "pipeline." + p.relative_to(PIPELINE_DIR).with_suffix("").as_posix().replace("/", ".")
+        "memlane.pipeline."
+        + p.relative_to(PIPELINE_DIR).with_suffix("").as_posix().replace("/", ".")
         for p in SOURCES
         if p.name != "__init__.py"
     )
@@ -175,5 +178,9 @@ def test_importing_the_pipeline_loads_no_io_library() -> None:
     loaded = set(json.loads(result.stdout))
     roots = {name.split(".")[0] for name in loaded}
     assert roots & (FORBIDDEN_LIBRARIES - LOADED_BY_THE_STANDARD_LIBRARY) == set()
-    assert roots & {"workers", "config", "memlane"} == set()
-    assert {name for name in loaded if name.startswith("models.")} <= {"models.schemas"}
+    project = {name for name in loaded if name.split(".")[0] == PROJECT}
+    assert {n for n in project if not n.startswith("memlane.pipeline")} <= {
+        "memlane",
+        "memlane.models",
+        "memlane.models.schemas",
+    }

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models.schemas import (
+from memlane.models.schemas import (
     ExtractedEpisode,
     ExtractedMemory,
     Extraction,
@@ -19,7 +19,7 @@ from models.schemas import (
     Role,
     StoredMessage,
 )
-from pipeline.prompts import (
+from memlane.pipeline.prompts import (
     EXTRACTION_JSON_SCHEMA,
     EXTRACTION_RESPONSE_FORMAT,
     build_extraction_messages,

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from models.schemas import MemoryRecord
-from pipeline.scoring import (
+from memlane.models.schemas import MemoryRecord
+from memlane.pipeline.scoring import (
     STRATEGIES,
     Strategy,
     Weights,

@@ -10,9 +10,9 @@ import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public  # type: ignore[import-untyped]
 
-from pipeline import tokens
-from pipeline.errors import ConfigurationError
-from pipeline.tokens import (
+from memlane.pipeline import tokens
+from memlane.pipeline.errors import ConfigurationError
+from memlane.pipeline.tokens import (
     ENCODING_SPECS,
     count_tokens,
     encoding_for_model,

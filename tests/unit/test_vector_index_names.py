@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from models.store.vector_index import index_name, wants_hnsw
+from memlane.models.store.vector_index import index_name, wants_hnsw
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,178 @@
+"""memlane's settings: one pydantic-settings class, read from `MEMLANE_*` variables and an
+optional `.env` file. Nothing is read at import; call `get_settings()`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_SQLITE_FILE = "memlane.db"
+
+
+class ScoringWeights(BaseSettings):
+    """Composite score weights; they must sum to 1 so scores stay in [0, 1]."""
+
+    model_config = SettingsConfigDict(extra="forbid")
+
+    relevance: float = Field(0.40, ge=0.0, le=1.0)
+    importance: float = Field(0.30, ge=0.0, le=1.0)
+    recency: float = Field(0.20, ge=0.0, le=1.0)
+    frequency: float = Field(0.10, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> ScoringWeights:
+        total = self.relevance + self.importance + self.recency + self.frequency
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"scoring weights must sum to 1.0, got {total:.3f}")
+        return self
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMLANE_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        env_nested_delimiter="__",
+        extra="ignore",
+    )
+
+    # --- services
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL; unset = a SQLite file memlane.db in the working dir"
+    )
+    broker_url: str | None = Field(
+        None, description="Celery broker (redis://…); unset = an in-process worker"
+    )
+    result_backend: str | None = Field(None, description="Celery result backend (optional)")
+
+    # --- models
+    llm_model: str | None = Field(
+        None, description="litellm model string; unset = the offline rule-based extractor"
+    )
+    llm_api_base: str | None = None
+    llm_api_key: SecretStr | None = None
+    llm_timeout_s: float = Field(30.0, gt=0)
+    llm_max_retries: int = Field(5, ge=0, le=20)
+    embedding_model: str = Field(
+        "hashing", min_length=1, description="hashing | minilm | a litellm embedding model"
+    )
+    embedding_dim: int = Field(256, ge=8, le=4096)
+    token_model: str = Field("gpt-4o-mini", description="model whose tokenizer counts budgets")
+
+    # --- extraction cadence
+    extract_every: int = Field(5, ge=1, description="assistant messages between extractions")
+    extract_window: int = Field(20, ge=1, description="messages an extraction reads")
+    max_memories_per_extraction: int = Field(10, ge=0, le=10)
+    idle_after_s: float = Field(1800.0, gt=0, description="idle time before the tail is read")
+    stuck_after_s: float = Field(600.0, gt=0, description="job age before the sweep re-enqueues")
+    sweep_every_s: float = Field(60.0, gt=0)
+
+    # --- dedup
+    dedup_threshold: float = Field(0.60, gt=0.0, le=1.0)
+    dedup_min_keywords: int = Field(3, ge=1)
+
+    # --- scoring
+    weights: ScoringWeights = Field(default_factory=ScoringWeights)
+    half_life_hours: float = Field(168.0, gt=0)
+    hybrid_lexical_weight: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description=(
+            "w in relevance = (1 − w)·cosine + w·lexical (memlane.pipeline.scoring); 0 = off"
+        ),
+    )
+
+    # --- assembly
+    default_budget_tokens: int = Field(4000, ge=1)
+    context_window: int = Field(128_000, ge=1)
+    system_prompt_tokens: int = Field(2_000, ge=0)
+    user_message_tokens: int = Field(1_000, ge=0)
+    output_headroom: int = Field(4_000, ge=0)
+    safety_margin: float = Field(0.10, ge=0.0, lt=1.0)
+    memory_share: float = Field(0.50, gt=0.0, le=1.0)
+    vector_top_k: int = Field(50, ge=1, description="memories fetched by cosine to the query")
+    strategy_top_k: int = Field(
+        50,
+        ge=1,
+        description="memories fetched per strategy order; raised to fill big budgets "
+        "(memlane.pipeline.budget.strategy_top_k)",
+    )
+    lexical_top_k: int = Field(50, ge=1, description="memories fetched by their words alone")
+    vector_index: Literal["auto", "hnsw", "exact"] = Field(
+        "auto",
+        description="HNSW indexes for large users (PostgreSQL): auto = all embedders but hashing",
+    )
+    hnsw_min_memories: int = Field(
+        2000, ge=1, description="memories of one embedder a user needs for an HNSW index"
+    )
+
+    # --- front doors
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    max_body_bytes: int = Field(5_000_000, ge=1024)
+    log_level: str = "INFO"
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("postgresql", "sqlite")):
+            raise ValueError("must be a postgresql+psycopg:// or sqlite:/// URL")
+        if value.startswith("postgresql://") or value.startswith("postgres://"):
+            # psycopg 3 is the driver memlane ships; say so rather than import psycopg2.
+            value = "postgresql+psycopg://" + value.split("://", 1)[1]
+        return value
+
+    @field_validator("broker_url")
+    @classmethod
+    def _known_broker(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if "://" not in value:
+            raise ValueError("must be a URL such as redis://127.0.0.1:6379/0")
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{Path.cwd() / DEFAULT_SQLITE_FILE}"
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.resolved_database_url.startswith("postgresql")
+
+    @property
+    def embedded_worker(self) -> bool:
+        """True when no broker is configured: jobs run in-process (the embedded default)."""
+        return self.broker_url is None
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings, turning a validation error into one that names the variable."""
+    from memlane.pipeline.errors import ConfigurationError
+
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = "__".join(str(part) for part in error["loc"])
+            problems.append(f"MEMLANE_{field.upper()}: {error['msg']}")
+        raise ConfigurationError("invalid settings: " + "; ".join(problems)) from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return load_settings()

@@ -1,0 +1,314 @@
+"""Episodes, soul blocks, procedures and context packs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    String,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    literal,
+    null,
+    select,
+    union_all,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from memlane.models.schemas import (
+    SOUL_KINDS,
+    EpisodeRecord,
+    ExtractedEpisode,
+    Procedure,
+    SoulBlock,
+    SoulKind,
+)
+from memlane.models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
+from memlane.pipeline.errors import NotFoundError
+
+
+def _insert(session: Session) -> Any:
+    return pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+
+
+# --------------------------------------------------------------------------- episodes
+
+
+def save_episode(
+    session: Session,
+    *,
+    user_id: str,
+    conversation_id: str,
+    job_id: str,
+    episode: ExtractedEpisode,
+    created_at: datetime,
+) -> str:
+    """One episode per job (unique job_id), so a repeated store stage adds none."""
+    episode_id = "ep_" + uuid.uuid5(uuid.NAMESPACE_URL, f"memlane:episode:{job_id}").hex[:24]
+    session.execute(
+        _insert(session)(EpisodeRow)
+        .values(
+            id=episode_id,
+            user_id=user_id,
+            conversation_id=conversation_id,
+            job_id=job_id,
+            summary=episode.summary,
+            topics=list(episode.topics),
+            outcome=episode.outcome,
+            created_at=created_at,
+        )
+        .on_conflict_do_nothing()
+    )
+    return episode_id
+
+
+def recent_episodes(session: Session, user_id: str, *, limit: int = 20) -> list[EpisodeRecord]:
+    rows = session.scalars(
+        select(EpisodeRow)
+        .where(EpisodeRow.user_id == user_id)
+        .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
+        .limit(limit)
+    )
+    return [
+        EpisodeRecord(
+            id=row.id,
+            user_id=row.user_id,
+            conversation_id=row.conversation_id,
+            summary=row.summary,
+            topics=list(row.topics or []),
+            outcome=row.outcome,
+            created_at=row.created_at,
+        )
+        for row in rows
+    ]
+
+
+# --------------------------------------------------------------------------- soul blocks
+
+
+def set_soul_block(
+    session: Session, *, user_id: str, kind: SoulKind, content: str, now: datetime
+) -> SoulBlock:
+    statement = _insert(session)(SoulBlockRow).values(
+        user_id=user_id, kind=kind, content=content, updated_at=now
+    )
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=["user_id", "kind"],
+            set_={"content": content, "updated_at": now},
+        )
+    )
+    return SoulBlock(user_id=user_id, kind=kind, content=content, updated_at=now)
+
+
+def delete_soul_block(session: Session, *, user_id: str, kind: SoulKind) -> None:
+    session.execute(
+        delete(SoulBlockRow).where(SoulBlockRow.user_id == user_id, SoulBlockRow.kind == kind)
+    )
+
+
+def soul_blocks(session: Session, user_id: str) -> list[SoulBlock]:
+    rows = session.scalars(select(SoulBlockRow).where(SoulBlockRow.user_id == user_id))
+    return [
+        SoulBlock(user_id=r.user_id, kind=r.kind, content=r.content, updated_at=r.updated_at)  # type: ignore[arg-type]
+        for r in rows
+    ]
+
+
+# --------------------------------------------------------------------------- procedures
+
+
+def add_procedure(
+    session: Session,
+    *,
+    user_id: str,
+    name: str,
+    content: str,
+    keywords: Iterable[str],
+    now: datetime,
+) -> Procedure:
+    procedure_id = "proc_" + uuid.uuid4().hex[:24]
+    words = sorted(set(keywords))
+    session.add(
+        ProcedureRow(
+            id=procedure_id,
+            user_id=user_id,
+            name=name,
+            content=content,
+            keywords=words,
+            created_at=now,
+        )
+    )
+    session.flush()
+    return Procedure(
+        id=procedure_id,
+        user_id=user_id,
+        name=name,
+        content=content,
+        keywords=frozenset(words),
+        created_at=now,
+    )
+
+
+def procedures(session: Session, user_id: str) -> list[Procedure]:
+    rows = session.scalars(
+        select(ProcedureRow).where(ProcedureRow.user_id == user_id).order_by(ProcedureRow.id)
+    )
+    return [
+        Procedure(
+            id=r.id,
+            user_id=r.user_id,
+            name=r.name,
+            content=r.content,
+            keywords=frozenset(r.keywords or ()),
+            created_at=r.created_at,
+        )
+        for r in rows
+    ]
+
+
+def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> None:
+    result = session.execute(
+        delete(ProcedureRow).where(ProcedureRow.user_id == user_id, ProcedureRow.id == procedure_id)
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        raise NotFoundError(f"user {user_id!r} has no procedure {procedure_id!r}")
+
+
+# --------------------------------------------------------------------------- all three
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItems:
+    soul_blocks: list[SoulBlock]
+    episodes: list[EpisodeRecord]
+    procedures: list[Procedure]
+
+
+def context_items(session: Session, user_id: str, *, episode_limit: int = 10) -> ContextItems:
+    """The user's soul blocks, `episode_limit` most recent episodes and procedures, as
+    `soul_blocks`, `recent_episodes` and `procedures` give them, in one round trip (the
+    assembler reads them on every call)."""
+    rows = session.execute(items_statement(episode_limit), {"user_id": user_id}).all()
+    return items_from_rows(rows)
+
+
+@lru_cache(maxsize=16)
+def items_statement(episode_limit: int) -> Any:
+    """The read of `context_items` (parameter `user_id`): one UNION ALL whose rows share
+    one shape, (part, id, user_id, t1, t2, t3, words, at)."""
+    text_null: Any = cast(null(), Text)
+    user_id = bindparam("user_id", type_=String)
+    souls = select(
+        literal("soul", String).label("part"),
+        SoulBlockRow.kind.label("id"),
+        SoulBlockRow.user_id.label("user_id"),
+        SoulBlockRow.content.label("t1"),
+        text_null.label("t2"),
+        text_null.label("t3"),
+        cast(null(), JSON).label("words"),
+        SoulBlockRow.updated_at.label("at"),
+    ).where(SoulBlockRow.user_id == user_id)
+    episodes = (
+        select(
+            literal("episode", String),
+            EpisodeRow.id,
+            EpisodeRow.user_id,
+            EpisodeRow.summary,
+            EpisodeRow.outcome,
+            EpisodeRow.conversation_id,
+            EpisodeRow.topics,
+            EpisodeRow.created_at,
+        )
+        .where(EpisodeRow.user_id == user_id)
+        .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
+        .limit(episode_limit)
+        # Named: an anonymous subquery draws its name from os.urandom on every call
+        # (0.5 ms in a VM short of entropy).
+        .subquery("recent_episodes")
+        .select()
+    )
+    procedures = select(
+        literal("procedure", String),
+        ProcedureRow.id,
+        ProcedureRow.user_id,
+        ProcedureRow.name,
+        ProcedureRow.content,
+        text_null,
+        ProcedureRow.keywords,
+        ProcedureRow.created_at,
+    ).where(ProcedureRow.user_id == user_id)
+    return union_all(souls, episodes, procedures)
+
+
+def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
+    """`context_items` from the rows of `items_statement`, in the order the assembler
+    reads them."""
+    found = ContextItems([], [], [])
+    for part, item_id, owner, t1, t2, t3, words, at in rows:
+        if part == "soul":
+            found.soul_blocks.append(
+                SoulBlock(user_id=owner, kind=item_id, content=t1, updated_at=at)
+            )
+        elif part == "episode":
+            found.episodes.append(
+                EpisodeRecord(
+                    id=item_id,
+                    user_id=owner,
+                    conversation_id=t3,
+                    summary=t1,
+                    topics=list(words or []),
+                    outcome=t2,
+                    created_at=at,
+                )
+            )
+        else:
+            found.procedures.append(
+                Procedure(
+                    id=item_id,
+                    user_id=owner,
+                    name=t1,
+                    content=t2,
+                    keywords=frozenset(words or ()),
+                    created_at=at,
+                )
+            )
+    found.soul_blocks.sort(key=lambda b: SOUL_KINDS.index(b.kind))
+    found.episodes.sort(key=lambda e: e.id)
+    found.episodes.sort(key=lambda e: e.created_at, reverse=True)
+    found.procedures.sort(key=lambda p: p.id)
+    return found
+
+
+# --------------------------------------------------------------------------- packs
+
+
+def save_pack(
+    session: Session, *, pack_id: str, user_id: str, assembled_at: datetime, body: dict[str, Any]
+) -> None:
+    """Idempotent: the same pack saved twice is one row."""
+    session.execute(
+        _insert(session)(ContextPackRow)
+        .values(id=pack_id, user_id=user_id, assembled_at=assembled_at, body=body)
+        .on_conflict_do_nothing()
+    )
+
+
+def get_pack(session: Session, pack_id: str) -> dict[str, Any]:
+    row = session.get(ContextPackRow, pack_id)
+    if row is None:
+        raise NotFoundError(
+            f"no context pack {pack_id!r} (packs are saved in the background; "
+            "it may not have been written yet)"
+        )
+    return dict(row.body)

@@ -1,0 +1,198 @@
+"""Conversations and their messages: stored durably, each message once."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from memlane.models.schemas import StoredMessage, TranscriptIn
+from memlane.models.tables import Conversation, Message
+from memlane.pipeline.errors import TranscriptError
+
+
+@dataclass(frozen=True, slots=True)
+class SavedTranscript:
+    conversation_id: str
+    user_id: str
+    stored: int
+    skipped: int
+    message_count: int
+    final: bool
+    extracted_to_seq: int
+
+
+def _sha(role: str, content: str) -> str:
+    return hashlib.sha256(f"{role}\x00{content}".encode()).hexdigest()
+
+
+def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime) -> Conversation:
+    """Create the conversation row if needed, then lock it so two enqueues of one
+    conversation serialise (PostgreSQL row lock; SQLite has a single writer)."""
+    values = {
+        "id": transcript.conversation_id,
+        "user_id": transcript.user_id,
+        "message_count": 0,
+        "assistant_count": 0,
+        "extracted_to_seq": -1,
+        "final": False,
+        "created_at": now,
+        "last_message_at": now,
+    }
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    session.execute(insert(Conversation).values(**values).on_conflict_do_nothing())
+    conversation = session.scalars(
+        select(Conversation)
+        .where(Conversation.id == transcript.conversation_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one()
+    if conversation.user_id != transcript.user_id:
+        raise TranscriptError(
+            f"conversation {transcript.conversation_id!r} belongs to another user; "
+            "a conversation id is unique across users"
+        )
+    return conversation
+
+
+def save_transcript(
+    session: Session, transcript: TranscriptIn, *, now: datetime
+) -> SavedTranscript:
+    """Store the transcript's new messages. Raises TranscriptError (and the caller's
+    transaction rolls back, so nothing is written) when it contradicts what is stored."""
+    conversation = _lock_conversation(session, transcript, now)
+    existing = session.execute(
+        select(Message.seq, Message.external_id, Message.content_sha256).where(
+            Message.conversation_id == conversation.id
+        )
+    ).all()
+    by_seq = {row.seq: row.content_sha256 for row in existing}
+    by_external = {row.external_id: row.content_sha256 for row in existing if row.external_id}
+    with_ids = transcript.messages[0].id is not None
+    if existing and with_ids != bool(by_external):
+        raise TranscriptError(
+            f"conversation {conversation.id!r} was started "
+            + ("with" if by_external else "without")
+            + " message ids; keep sending it the same way"
+        )
+
+    next_seq = conversation.message_count
+    stored = skipped = 0
+    seen_in_batch: set[str] = set()
+    for index, message in enumerate(transcript.messages):
+        digest = _sha(message.role, message.content)
+        if with_ids:
+            assert message.id is not None
+            known = by_external.get(message.id)
+            if known is not None or message.id in seen_in_batch:
+                if known is not None and known != digest:
+                    raise TranscriptError(
+                        f"messages.{index}: id {message.id!r} was stored before with different text"
+                    )
+                skipped += 1
+                continue
+            seen_in_batch.add(message.id)
+            seq = next_seq
+        else:
+            seq = index
+            known = by_seq.get(seq)
+            if known is not None:
+                if known != digest:
+                    raise TranscriptError(
+                        f"messages.{index} differs from the stored message at that position; "
+                        "a transcript without ids must repeat the conversation from its start "
+                        "(send message ids to append incrementally)"
+                    )
+                skipped += 1
+                continue
+        session.add(
+            Message(
+                conversation_id=conversation.id,
+                seq=seq,
+                external_id=message.id,
+                role=message.role,
+                content=message.content,
+                content_sha256=digest,
+                created_at=message.created_at or now,
+            )
+        )
+        stored += 1
+        next_seq = seq + 1
+        if message.role == "assistant":
+            conversation.assistant_count += 1
+    if stored:
+        conversation.message_count = next_seq
+        conversation.last_message_at = now
+    if transcript.final:
+        conversation.final = True
+    session.flush()
+    return SavedTranscript(
+        conversation_id=conversation.id,
+        user_id=conversation.user_id,
+        stored=stored,
+        skipped=skipped,
+        message_count=conversation.message_count,
+        final=conversation.final,
+        extracted_to_seq=conversation.extracted_to_seq,
+    )
+
+
+def assistant_seqs(session: Session, conversation_id: str) -> list[int]:
+    return list(
+        session.scalars(
+            select(Message.seq)
+            .where(Message.conversation_id == conversation_id, Message.role == "assistant")
+            .order_by(Message.seq)
+        )
+    )
+
+
+def messages_between(
+    session: Session, conversation_id: str, start_seq: int, end_seq: int
+) -> list[StoredMessage]:
+    rows = session.scalars(
+        select(Message)
+        .where(
+            Message.conversation_id == conversation_id,
+            Message.seq >= start_seq,
+            Message.seq <= end_seq,
+        )
+        .order_by(Message.seq)
+    )
+    return [
+        StoredMessage(
+            conversation_id=row.conversation_id,
+            seq=row.seq,
+            role=row.role,  # type: ignore[arg-type]
+            content=row.content,
+            created_at=row.created_at,
+        )
+        for row in rows
+    ]
+
+
+def get_conversation(session: Session, conversation_id: str) -> Conversation | None:
+    return session.get(Conversation, conversation_id)
+
+
+def idle_conversations(
+    session: Session, *, idle_since: datetime, limit: int = 500
+) -> list[Conversation]:
+    """Conversations with messages never extracted and no new message since `idle_since`."""
+    return list(
+        session.scalars(
+            select(Conversation)
+            .where(
+                Conversation.last_message_at < idle_since,
+                Conversation.extracted_to_seq < Conversation.message_count - 1,
+            )
+            .order_by(Conversation.last_message_at, Conversation.id)
+            .limit(limit)
+        )
+    )

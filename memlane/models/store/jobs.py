@@ -1,0 +1,240 @@
+"""Job rows: one per extraction window, claimed atomically by the stage that runs it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from memlane.models.schemas import JobPublic, JobStage, JobStatus
+from memlane.models.tables import Conversation, Job
+from memlane.pipeline.cadence import WindowSpec
+from memlane.pipeline.errors import MemlaneError, NotFoundError
+
+_JOB_NAMESPACE = uuid.UUID("6f1c2a51-8e0b-4b7e-9d5a-2f3c4b5a6d70")
+
+
+def job_id_for(conversation_id: str, window_end_seq: int) -> str:
+    """The same window of the same conversation always gets the same job id, so a re-sent
+    transcript finds its jobs instead of creating new ones."""
+    return "job_" + uuid.uuid5(_JOB_NAMESPACE, f"{conversation_id}\x00{window_end_seq}").hex[:24]
+
+
+def create_jobs(
+    session: Session,
+    *,
+    conversation_id: str,
+    user_id: str,
+    windows: Sequence[WindowSpec],
+    now: datetime,
+) -> list[str]:
+    """Insert one queued job per window (memlane.pipeline.cadence), skipping those that exist,
+    and move the conversation's extraction mark. Returns the new job ids."""
+    if not windows:
+        return []
+    dialect = session.get_bind().dialect.name
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    created: list[str] = []
+    for window in windows:
+        start, end, new_from = window.start_seq, window.end_seq, window.new_from_seq
+        job_id = job_id_for(conversation_id, end)
+        result = session.execute(
+            insert(Job)
+            .values(
+                id=job_id,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                status="queued",
+                stage="extract",
+                window_start_seq=start,
+                window_end_seq=end,
+                new_from_seq=new_from,
+                attempts=0,
+                created_at=now,
+                updated_at=now,
+            )
+            .on_conflict_do_nothing()
+            .returning(Job.id)
+        )
+        if result.scalar_one_or_none() is not None:
+            created.append(job_id)
+    last_end = max(window.end_seq for window in windows)
+    session.execute(
+        update(Conversation)
+        .where(Conversation.id == conversation_id, Conversation.extracted_to_seq < last_end)
+        .values(extracted_to_seq=last_end)
+    )
+    return created
+
+
+def claim(
+    session: Session, job_id: str, *, stage: JobStage, now: datetime, stale_after: timedelta
+) -> Job | None:
+    """Atomically move a job of this stage from queued (or running but stale: its worker
+    died) to running. None when the job is done, failed, at another stage or held by a
+    live worker: a redelivered or duplicated task is then a no-op."""
+    result = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            Job.stage == stage,
+            or_(
+                Job.status == "queued",
+                (Job.status == "running") & (Job.updated_at < now - stale_after),
+            ),
+        )
+        .values(status="running", attempts=Job.attempts + 1, started_at=now, updated_at=now)
+    )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        return None
+    return session.scalars(
+        select(Job).where(Job.id == job_id).execution_options(populate_existing=True)
+    ).one()
+
+
+def load(session: Session, job_id: str) -> Job:
+    job = session.get(Job, job_id)
+    if job is None:
+        raise NotFoundError(f"no job {job_id!r}")
+    return job
+
+
+def extracted(
+    session: Session,
+    job: Job,
+    *,
+    extraction: dict[str, Any],
+    model: str | None,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    cost_usd: float | None,
+    latency_ms: float | None,
+    now: datetime,
+) -> None:
+    """The extract stage succeeded: keep its result on the row and hand over to store."""
+    job.extraction = extraction
+    job.model = model
+    job.tokens_in = tokens_in
+    job.tokens_out = tokens_out
+    job.cost_usd = cost_usd
+    job.latency_ms = latency_ms
+    job.stage = "store"
+    job.status = "queued"
+    job.attempts = 0  # attempts count per stage: the store stage has its own retries
+    job.last_error = None
+    job.updated_at = now
+
+
+def requeue(session: Session, job: Job, *, error: str, now: datetime) -> None:
+    """A transient failure: the job waits for its retry, with the reason on the row."""
+    job.status = "queued"
+    job.last_error = error[:4000]
+    job.updated_at = now
+
+
+def fail(session: Session, job_id: str, *, error: str, now: datetime) -> None:
+    """Out of retries, or bad data: failed for good, with its reason, until retried."""
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status != "done")
+        .values(status="failed", last_error=error[:4000], updated_at=now, finished_at=now)
+    )
+
+
+def done(session: Session, job: Job, *, now: datetime) -> None:
+    job.status = "done"
+    job.updated_at = now
+    job.finished_at = now
+
+
+def retry(session: Session, job_id: str, *, now: datetime) -> Job:
+    """A failed job back to queued at the stage it failed in (attempts start again)."""
+    job = load(session, job_id)
+    if job.status != "failed":
+        raise MemlaneError(f"job {job_id} is {job.status}; only a failed job can be retried")
+    job.status = "queued"
+    job.attempts = 0
+    job.updated_at = now
+    job.finished_at = None
+    return job
+
+
+def stuck(session: Session, *, older_than: datetime, limit: int = 1000) -> list[Job]:
+    """Jobs queued or running with no progress since `older_than`: their broker message
+    may be lost (Redis restarted, a worker killed)."""
+    return list(
+        session.scalars(
+            select(Job)
+            .where(Job.status.in_(("queued", "running")), Job.updated_at < older_than)
+            .order_by(Job.updated_at, Job.id)
+            .limit(limit)
+        )
+    )
+
+
+def touch(session: Session, job_ids: Sequence[str], *, now: datetime) -> None:
+    if job_ids:
+        session.execute(update(Job).where(Job.id.in_(job_ids)).values(updated_at=now))
+
+
+def release_stuck(session: Session, job_ids: Sequence[str], *, now: datetime) -> None:
+    """Stuck jobs back to queued, their clock restarted: a job running past the deadline
+    (longer than any task may run) has lost its worker, and its republished message must
+    be able to claim it."""
+    if job_ids:
+        session.execute(
+            update(Job)
+            .where(Job.id.in_(job_ids), Job.status.in_(("queued", "running")))
+            .values(status="queued", updated_at=now)
+        )
+
+
+def to_public(job: Job) -> JobPublic:
+    return JobPublic(
+        id=job.id,
+        user_id=job.user_id,
+        conversation_id=job.conversation_id,
+        status=job.status,  # type: ignore[arg-type]
+        stage=job.stage,  # type: ignore[arg-type]
+        window_start_seq=job.window_start_seq,
+        window_end_seq=job.window_end_seq,
+        new_from_seq=job.new_from_seq,
+        attempts=job.attempts,
+        last_error=job.last_error,
+        model=job.model,
+        tokens_in=job.tokens_in,
+        tokens_out=job.tokens_out,
+        cost_usd=job.cost_usd,
+        latency_ms=job.latency_ms,
+        created_at=job.created_at,
+        updated_at=job.updated_at,
+        finished_at=job.finished_at,
+    )
+
+
+def list_jobs(
+    session: Session,
+    *,
+    status: JobStatus | None = None,
+    user_id: str | None = None,
+    limit: int = 100,
+) -> list[JobPublic]:
+    query = select(Job).order_by(Job.created_at.desc(), Job.id).limit(limit)
+    if status:
+        query = query.where(Job.status == status)
+    if user_id:
+        query = query.where(Job.user_id == user_id)
+    return [to_public(job) for job in session.scalars(query)]
+
+
+def status_counts(session: Session, job_ids: Sequence[str]) -> dict[str, str]:
+    if not job_ids:
+        return {}
+    rows = session.execute(select(Job.id, Job.status).where(Job.id.in_(job_ids)))
+    return {row.id: row.status for row in rows}

@@ -1,0 +1,84 @@
+"""The token budget of a context block.
+
+budget = floor((context_window − system_prompt − user_message − output_headroom)
+               × (1 − safety_margin))
+
+The article's example: 128,000 − 2,000 − 1,000 − 4,000 = 121,000, then a 10% margin
+→ 108,900. The margin is applied with exact decimal arithmetic, so 0.1 means one tenth
+and a budget is never one token short because of a binary float.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+from memlane.pipeline.errors import BudgetError
+
+DEFAULT_SAFETY_MARGIN = 0.10
+
+
+def validate_budget(budget_tokens: int) -> int:
+    """A given budget: a whole number of tokens, at least 1."""
+    if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
+        raise ValueError(f"budget_tokens must be a whole number of tokens, not {budget_tokens!r}")
+    if budget_tokens <= 0:
+        raise ValueError(f"budget_tokens must be positive, not {budget_tokens:,}")
+    return budget_tokens
+
+
+def derive_budget(
+    *,
+    context_window: int,
+    system_prompt_tokens: int,
+    user_message_tokens: int,
+    output_headroom: int,
+    safety_margin: float = DEFAULT_SAFETY_MARGIN,
+) -> int:
+    """The context budget left by a model call (formula in the module docstring).
+
+    ValueError for a non-positive window, negative reservations or a margin outside
+    [0, 1); BudgetError when the reservations leave no token for the context.
+    """
+    if context_window <= 0:
+        raise ValueError(f"context_window must be positive, not {context_window:,}")
+    reserved = {
+        "system_prompt_tokens": system_prompt_tokens,
+        "user_message_tokens": user_message_tokens,
+        "output_headroom": output_headroom,
+    }
+    for name, value in reserved.items():
+        if value < 0:
+            raise ValueError(f"{name} must not be negative, not {value:,}")
+    if not 0.0 <= safety_margin < 1.0:
+        raise ValueError(f"safety_margin must be in [0, 1), not {safety_margin!r}")
+    keep = 1 - Fraction(str(safety_margin))
+    required = sum(reserved.values())
+    remaining = context_window - required
+    budget = math.floor(remaining * keep) if remaining > 0 else 0
+    if budget <= 0:
+        raise BudgetError(
+            f"no room for a context: the context window is {context_window:,} tokens and "
+            f"system prompt {system_prompt_tokens:,} + user message {user_message_tokens:,} "
+            f"+ output headroom {output_headroom:,} leave {max(remaining, 0):,} "
+            f"before the {safety_margin:.0%} safety margin",
+            budget=context_window,
+            # the smallest window that would leave a one-token budget
+            required=required + math.ceil(1 / keep),
+        )
+    return budget
+
+
+# Fewer tokens than any memory line costs: with a real id ("mem_" + 24 hex digits) the
+# tags and attributes alone (`<memory id="mem_…" tier="pinned" importance="0.50"
+# category="fact" created="2026-01-15"></memory>`) are about 48 tokens in o200k_base and
+# cl100k_base. A sizing rule, not a bound: the budget is still enforced line by line.
+MIN_MEMORY_LINE_TOKENS = 40
+
+
+def strategy_top_k(budget_tokens: int, memory_share: float, configured: int) -> int:
+    """Memories to read per strategy order: `configured`, or more when the memories'
+    share of the budget could hold more lines than that, so a big budget is not left
+    half empty for want of candidates (108,900 tokens × 0.5 → 1,362)."""
+    fits = math.ceil(budget_tokens * memory_share / MIN_MEMORY_LINE_TOKENS)
+    return max(configured, fits)

@@ -1,0 +1,177 @@
+"""Scoring and ranking strategies. Pure: the clock and the weights come in as arguments.
+
+composite = w_rel · relevance + w_imp · importance' + w_rec · recency + w_freq · frequency
+with the default weights 0.40 / 0.30 / 0.20 / 0.10.
+
+Confidence: importance' = importance × (0.5 + 0.5 × confidence). An explicit statement
+(confidence 1.0) keeps its full importance; an inference (confidence 0.7) of equal
+importance counts 85% of it, so between two otherwise equal memories the one the user
+said outranks the one the extractor inferred.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from memlane.models.schemas import MemoryRecord
+
+Strategy = Literal["scored", "recent", "important", "balanced"]
+STRATEGIES: tuple[Strategy, ...] = ("scored", "recent", "important", "balanced")
+
+HALF_LIFE_HOURS = 168.0
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    relevance: float = 0.40
+    importance: float = 0.30
+    recency: float = 0.20
+    frequency: float = 0.10
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreBreakdown:
+    relevance: float
+    importance: float
+    recency: float
+    frequency: float
+    composite: float
+
+
+@dataclass(frozen=True, slots=True)
+class RankedMemory:
+    memory: MemoryRecord
+    score: float  # the strategy's sort value (the composite for "scored")
+    breakdown: ScoreBreakdown
+
+
+def _hours_between(earlier: datetime, later: datetime) -> float:
+    return max(0.0, (later - earlier).total_seconds() / 3600.0)
+
+
+def recency_score(
+    accessed_at: datetime, *, now: datetime, half_life_hours: float = HALF_LIFE_HOURS
+) -> float:
+    """exp(−ln2 · hours_since_access / half_life): 1.0 now, 0.5 after one half-life."""
+    return math.exp(-math.log(2) * _hours_between(accessed_at, now) / half_life_hours)
+
+
+def frequency_score(access_count: int) -> float:
+    """min(1, log10(access_count + 1) / 2): 0 at 0, 0.5 at 9, 1.0 at 99 and above."""
+    return min(1.0, math.log10(max(0, access_count) + 1) / 2.0)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity clipped to [0, 1] (an opposite vector is as irrelevant as an
+    orthogonal one); 0 when either vector is empty, zero or of another dimension."""
+    if not a or not b or len(a) != len(b):
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    if norm == 0.0:
+        return 0.0
+    return unit_interval(dot / norm)
+
+
+def unit_interval(value: float) -> float:
+    """value clipped to [0, 1]; NaN (a vector with NaN or inf in it) counts as 0, never
+    as a perfect match (min(1.0, nan) is 1.0 in Python)."""
+    if math.isnan(value):
+        return 0.0
+    return max(0.0, min(1.0, value))
+
+
+def hybrid_relevance(cosine: float, lexical: float | None, weight: float) -> float:
+    """relevance = (1 − w) · cosine + w · lexical, with w = `weight` (settings
+    `hybrid_lexical_weight`, default 0.3) and lexical already normalised to [0, 1]
+    (`memlane.pipeline.lexical.normalise_by_max`: the query's best lexical match among the
+    candidates is 1). `lexical` None means the query has no lexical signal at all (no
+    candidate shares a word with it): relevance is then the cosine alone, so a query
+    that matches nothing word for word keeps relevance's full 40% share instead of
+    70% of it. The blend replaces relevance inside the composite; the composite's
+    weights do not change. Inputs are clipped to [0, 1] (NaN → 0), and so is w."""
+    cosine = unit_interval(cosine)
+    if lexical is None:
+        return cosine
+    w = unit_interval(weight)
+    return (1.0 - w) * cosine + w * unit_interval(lexical)
+
+
+def effective_importance(importance: float, confidence: float) -> float:
+    """importance × (0.5 + 0.5 × confidence): see the module docstring."""
+    return importance * (0.5 + 0.5 * confidence)
+
+
+def balanced_score(importance: float, created_at: datetime, *, now: datetime) -> float:
+    """HTM ADR-006 `balanced`: importance × 1 / (1 + hours since added)."""
+    return importance / (1.0 + _hours_between(created_at, now))
+
+
+def score_memory(
+    memory: MemoryRecord,
+    *,
+    relevance: float,
+    now: datetime,
+    weights: Weights = Weights(),
+    half_life_hours: float = HALF_LIFE_HOURS,
+) -> ScoreBreakdown:
+    """The composite score and its components. `relevance` comes in already computed
+    (cosine, or the hybrid blend) so this stays independent of how vectors are stored;
+    it is clipped to [0, 1] (NaN → 0) so one bad score cannot dominate or break the sort."""
+    relevance = unit_interval(relevance)
+    importance = effective_importance(memory.importance, memory.confidence)
+    recency = recency_score(memory.accessed_at, now=now, half_life_hours=half_life_hours)
+    frequency = frequency_score(memory.access_count)
+    composite = (
+        weights.relevance * relevance
+        + weights.importance * importance
+        + weights.recency * recency
+        + weights.frequency * frequency
+    )
+    return ScoreBreakdown(relevance, importance, recency, frequency, composite)
+
+
+def rank(
+    memories: Iterable[MemoryRecord],
+    *,
+    strategy: Strategy,
+    now: datetime,
+    relevance: dict[str, float] | None = None,
+    weights: Weights = Weights(),
+    half_life_hours: float = HALF_LIFE_HOURS,
+) -> list[RankedMemory]:
+    """Order memories by a strategy, best first. Ties are broken by id, so the order is
+    total and does not depend on the input order.
+
+    - scored: the composite (relevance 0 for memories without one, e.g. no query)
+    - recent: accessed_at, newest first
+    - important: importance, highest first
+    - balanced: importance / (1 + hours since created)
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+    relevance = relevance or {}
+    ranked: list[tuple[float, str, RankedMemory]] = []
+    for memory in memories:
+        breakdown = score_memory(
+            memory,
+            relevance=relevance.get(memory.id, 0.0),
+            now=now,
+            weights=weights,
+            half_life_hours=half_life_hours,
+        )
+        if strategy == "scored":
+            value = breakdown.composite
+        elif strategy == "recent":
+            value = memory.accessed_at.timestamp()
+        elif strategy == "important":
+            value = memory.importance
+        else:
+            value = balanced_score(memory.importance, memory.created_at, now=now)
+        ranked.append((-value, memory.id, RankedMemory(memory, value, breakdown)))
+    ranked.sort(key=lambda entry: (entry[0], entry[1]))
+    return [item for _, _, item in ranked]

@@ -1,0 +1,106 @@
+"""The Celery app. Configuration is read from memlane's settings when Celery first needs
+it, not at import; database engines are built per worker process after the fork."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_init, worker_process_init
+
+from memlane.config.queues import TASK_ROUTES, Queue
+from memlane.config.settings import Settings, get_settings
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    if settings.broker_url is None:
+        from memlane.pipeline.errors import ConfigurationError
+
+        raise ConfigurationError(
+            "MEMLANE_BROKER_URL is not set: a Celery worker needs a broker "
+            "(redis://…). Without one, memlane runs jobs in-process instead."
+        )
+    hard_limit = max(60, int(settings.llm_timeout_s * 4))
+    return {
+        "broker_url": settings.broker_url,
+        "result_backend": settings.result_backend,
+        "task_ignore_result": settings.result_backend is None,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_routes": TASK_ROUTES,
+        "task_default_queue": Queue.INGEST.value,
+        # A killed worker loses nothing: messages are acknowledged after the task ran,
+        # and a task whose process died is requeued.
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "worker_prefetch_multiplier": 1,
+        "task_soft_time_limit": hard_limit - 10,
+        "task_time_limit": hard_limit,
+        # Unacknowledged messages come back after this long if their worker vanished
+        # entirely; it must exceed the hard time limit.
+        "broker_transport_options": {"visibility_timeout": max(300, hard_limit * 2)},
+        "broker_connection_retry_on_startup": True,
+        # Flower sees tasks only when workers and clients send events.
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "beat_schedule": {
+            "memlane-sweep": {"task": "memlane.sweep", "schedule": settings.sweep_every_s},
+        },
+        "timezone": "UTC",
+    }
+
+
+class _LazyConfig:
+    """Celery reads this object's attributes on first use of `app.conf`, so settings are
+    read then, not at import."""
+
+    def __init__(self) -> None:
+        self._config: dict[str, Any] | None = None
+
+    def _load(self) -> dict[str, Any]:
+        if self._config is None:
+            self._config = celery_config(get_settings())
+        return self._config
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        config = self._load()
+        if name in config:
+            return config[name]
+        raise AttributeError(name)
+
+    def __dir__(self) -> list[str]:
+        return list(self._load())
+
+
+_lazy_config = _LazyConfig()
+app = Celery("memlane", include=["memlane.workers.tasks"])
+app.config_from_object(_lazy_config)
+
+
+def configure_app(settings: Settings) -> Celery:
+    """Point the app at these settings instead of the environment's (front doors built
+    with explicit settings, tests)."""
+    config = celery_config(settings)
+    _lazy_config._config = config
+    app.conf.update(config)
+    return app
+
+
+@worker_process_init.connect
+def _fresh_engines_per_process(**_: Any) -> None:
+    # A forked child must not reuse the parent's connection pool.
+    from memlane.models.db import dispose_engines
+
+    dispose_engines()
+
+
+@worker_init.connect
+def _load_the_llm_client_before_the_first_job(**_: Any) -> None:
+    # litellm takes seconds to import; pay that at start-up, not in the first job's latency.
+    if get_settings().llm_model is not None:
+        from memlane.workers.llm import load_litellm
+
+        load_litellm()

@@ -1,0 +1,189 @@
+"""How the front doors hand work to the fleet: job ids to Celery, or to the in-process
+worker of the embedded default. Either way only ids travel."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, cast
+
+from memlane.config.settings import Settings
+from memlane.pipeline.backoff import compute_backoff
+from memlane.workers import reembed, runner, sweeper
+from memlane.workers.errors import TransientLLMError
+
+log = logging.getLogger("memlane.dispatch")
+
+
+class Dispatcher(Protocol):
+    def extract(self, job_ids: Sequence[str]) -> None: ...
+
+    def store(self, job_ids: Sequence[str]) -> None: ...
+
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
+        """Move accessed_at of the memories forward to `accessed_at`: one moment for all,
+        or one per id (the batch form, as memlane.background.AccessRecorder sends)."""
+
+    def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def access_times(accessed_at: datetime | Sequence[datetime]) -> str | list[str]:
+    """The task argument: one ISO moment, or one per id; a batch whose moments are all
+    the same travels as the one (the message of the single form)."""
+    if isinstance(accessed_at, datetime):
+        return accessed_at.isoformat()
+    moments = set(accessed_at)
+    if len(moments) == 1:
+        return next(iter(moments)).isoformat()
+    return [moment.isoformat() for moment in accessed_at]
+
+
+class CeleryDispatcher:
+    """Publishes task messages; a worker fleet elsewhere runs them."""
+
+    def __init__(self, settings: Settings) -> None:
+        # Celery and its broker client are loaded only here, and configured from these
+        # settings (not only the environment's), so a facade built with explicit
+        # settings publishes where it was told to.
+        from memlane.workers import tasks
+        from memlane.workers.app import configure_app
+
+        configure_app(settings)
+        self._tasks = tasks
+
+    def extract(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._tasks.extract.apply_async((job_id,))
+
+    def store(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._tasks.store.apply_async((job_id,))
+
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
+        if memory_ids:
+            self._tasks.record_access.apply_async((list(memory_ids), access_times(accessed_at)))
+
+    def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
+        for user_id in user_ids:
+            self._tasks.reembed_user.apply_async((user_id, model, dim))
+
+    def close(self) -> None:
+        return None
+
+
+class InProcessDispatcher:
+    """The embedded default's worker: one background thread runs the same stages the
+    Celery tasks run, in order. Meant for the demo, a laptop or a test; a fleet uses
+    Celery (set MEMLANE_BROKER_URL)."""
+
+    def __init__(self, settings: Settings, *, max_retry_sleep_s: float = 5.0) -> None:
+        self._settings = settings
+        self._max_retry_sleep_s = max_retry_sleep_s
+        self._queue: queue.Queue[tuple[str, tuple[object, ...]] | None] = queue.Queue()
+        self._pending = 0
+        self._idle = threading.Condition()
+        self._thread = threading.Thread(target=self._work, name="memlane-inprocess", daemon=True)
+        self._thread.start()
+
+    def _put(self, kind: str, *args: object) -> None:
+        with self._idle:
+            self._pending += 1
+        self._queue.put((kind, args))
+
+    def extract(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._put("extract", job_id)
+
+    def store(self, job_ids: Sequence[str]) -> None:
+        for job_id in job_ids:
+            self._put("store", job_id)
+
+    def record_access(
+        self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
+    ) -> None:
+        if memory_ids:
+            self._put("record_access", list(memory_ids), access_times(accessed_at))
+
+    def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
+        for user_id in user_ids:
+            self._put("reembed", user_id, model, dim)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every handed-over item ran; False if the timeout came first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._idle.wait(remaining)
+        return True
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Finish what was handed over (a stage may hand on to the next), then stop."""
+        self.drain(timeout)
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            kind, args = item
+            try:
+                self._run(kind, args)
+            except Exception:  # the stage recorded it on the job row; keep the worker alive
+                log.exception("in-process %s %s failed", kind, args)
+            finally:
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+    def _run(self, kind: str, args: tuple[object, ...]) -> None:
+        if kind == "record_access":
+            ids, times = args
+            sweeper.record_access(
+                cast(list[str], ids), cast(str | list[str], times), self._settings
+            )
+            return
+        if kind == "reembed":
+            self._reembed(str(args[0]), str(args[1]), int(args[2]))  # type: ignore[call-overload]
+            return
+        job_id = str(args[0])
+        stage = runner.run_extract if kind == "extract" else runner.run_store
+        while True:
+            outcome = stage(job_id, self._settings)
+            if outcome.next != "retry":
+                break
+            time.sleep(min(outcome.retry_in or 0.0, self._max_retry_sleep_s))
+        if outcome.next == "store":
+            self.store([job_id])
+
+    def _reembed(self, user_id: str, model: str, dim: int) -> None:
+        for attempt in range(self._settings.llm_max_retries + 1):
+            try:
+                reembed.run_reembed_user(user_id, model, dim, self._settings)
+                return
+            except TransientLLMError as exc:
+                if attempt == self._settings.llm_max_retries:
+                    raise
+                delay = compute_backoff(attempt, jitter=0.5, retry_after=exc.retry_after)
+                time.sleep(min(delay, self._max_retry_sleep_s))
+
+
+def dispatcher_for(settings: Settings) -> Dispatcher:
+    if settings.embedded_worker:
+        return InProcessDispatcher(settings)
+    return CeleryDispatcher(settings)

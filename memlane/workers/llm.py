@@ -1,0 +1,190 @@
+"""The LLM adapter: one extraction call through litellm, its errors sorted by what to do next.
+
+litellm costs ~4 s and ~170 MB to import, so it is imported lazily, on the first call, never
+by the assembly path or the CLI. Retries are the task's job (with `compute_backoff`), so
+litellm and the OpenAI SDK under it are told not to retry on their own.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import Any
+
+from memlane.models.schemas import Extraction, ExtractionWindow
+from memlane.pipeline.backoff import parse_retry_after
+from memlane.pipeline.errors import ExtractionError
+from memlane.pipeline.extract import parse_extraction
+from memlane.pipeline.prompts import build_extraction_messages
+from memlane.workers.errors import PermanentLLMError, TransientLLMError
+
+# Statuses below 500 that mean "not now" rather than "never": request timeout, conflict,
+# too early, too many requests.
+TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
+_DETAIL_CHARS = 300
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    extraction: Extraction
+    raw: str  # the model's answer as received, kept for the job record
+    tokens_in: int | None  # None when the provider reported no usage
+    tokens_out: int | None
+    cost_usd: float | None  # None when litellm does not know the model's price
+    latency_ms: float
+    dropped: list[str] = field(default_factory=list)  # why parts of the answer were dropped
+
+
+def load_litellm() -> ModuleType:
+    """Import litellm (once per process) configured for workers: the bundled cost map
+    instead of a network fetch, no banner on errors, no retries behind the task's back."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    # litellm's OpenAI embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, turning
+    # an explicit 0 into 2 SDK retries; with the default at 0, 0 means 0.
+    litellm.DEFAULT_MAX_RETRIES = 0  # type: ignore[attr-defined]
+    return litellm
+
+
+def call_extraction_llm(
+    window: ExtractionWindow,
+    *,
+    model: str,
+    api_base: str | None,
+    api_key: str | None,
+    timeout_s: float,
+    max_memories: int,
+) -> LLMResult:
+    """Ask `model` for the window's memories and episode.
+
+    Raises TransientLLMError (retry later), PermanentLLMError (never retry) or
+    ExtractionError (the answer was unusable; carries the raw answer).
+    """
+    litellm = load_litellm()
+    messages = build_extraction_messages(window, max_memories=max_memories)
+    started = time.perf_counter()
+    try:
+        response = litellm.completion(
+            model=model,
+            messages=messages,
+            api_base=api_base,
+            api_key=api_key,
+            timeout=timeout_s,
+            response_format={"type": "json_object"},
+            temperature=0,
+            num_retries=0,
+            max_retries=0,
+            # Cheap models differ in what they accept (some refuse temperature); drop a
+            # parameter the model does not support rather than fail the job for it.
+            drop_params=True,
+        )
+    except Exception as exc:
+        error = translate_litellm_error(exc, model=model)
+        if error is None:
+            raise
+        raise error from exc
+    latency_ms = (time.perf_counter() - started) * 1000.0
+    raw = _answer_text(response)
+    if not raw.strip():
+        raise ExtractionError(f"{model} returned an empty answer", raw=raw)
+    parsed = parse_extraction(raw, max_memories=max_memories)
+    usage = getattr(response, "usage", None)
+    return LLMResult(
+        extraction=parsed.extraction,
+        raw=raw,
+        tokens_in=_int_or_none(getattr(usage, "prompt_tokens", None)),
+        tokens_out=_int_or_none(getattr(usage, "completion_tokens", None)),
+        cost_usd=_cost(litellm, response),
+        latency_ms=latency_ms,
+        dropped=list(parsed.dropped),
+    )
+
+
+def translate_litellm_error(
+    exc: BaseException, *, model: str
+) -> TransientLLMError | PermanentLLMError | None:
+    """Sort an exception raised by litellm into what the caller should do:
+
+    - timeout, connection failure                               → TransientLLMError
+    - HTTP 408/409/425/429 or ≥ 500 (RateLimitError,
+      InternalServerError, BadGatewayError, ServiceUnavailableError,
+      APIError with such a status)                              → TransientLLMError (+ Retry-After)
+    - any other 4xx (AuthenticationError, PermissionDeniedError,
+      BadRequestError and its kin, NotFoundError, Unprocessable…) → PermanentLLMError
+    - a provider error without a status                         → TransientLLMError (bounded)
+    - not a provider error at all (a bug of ours)               → None: re-raise it unchanged
+    """
+    import openai  # a dependency of litellm, already loaded whenever this runs
+
+    exceptions = load_litellm().exceptions
+    if not isinstance(exc, openai.OpenAIError):
+        return None
+    status = getattr(exc, "status_code", None)
+    status = status if isinstance(status, int) else None
+    detail = _detail(exc)
+    if isinstance(exc, (exceptions.Timeout, openai.APITimeoutError)):
+        return TransientLLMError(f"{model} did not answer in time: {detail}", status_code=status)
+    if isinstance(exc, (exceptions.APIConnectionError, openai.APIConnectionError)):
+        return TransientLLMError(f"could not reach {model}: {detail}", status_code=status)
+    if isinstance(exc, exceptions.RateLimitError) or (
+        status is not None and (status in TRANSIENT_STATUSES or status >= 500)
+    ):
+        return TransientLLMError(
+            f"{model} is unavailable (HTTP {status}): {detail}",
+            retry_after=retry_after_of(exc),
+            status_code=status,
+        )
+    if status is not None and 400 <= status < 500:
+        return PermanentLLMError(
+            f"{model} refused the call (HTTP {status}); check MEMLANE_LLM_MODEL, "
+            f"MEMLANE_LLM_API_KEY and MEMLANE_LLM_API_BASE: {detail}",
+            status_code=status,
+        )
+    return TransientLLMError(f"{model} failed: {detail}", status_code=status)
+
+
+def retry_after_of(exc: BaseException) -> float | None:
+    """Seconds the provider asked us to wait, from `retry-after-ms` or `retry-after` on the
+    response headers litellm keeps (`litellm_response_headers`, else `response.headers`)."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    if not isinstance(headers, Mapping):
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        millis = parse_retry_after(lowered["retry-after-ms"], now=datetime.now(UTC))
+        if millis is not None:
+            return millis / 1000.0
+    return parse_retry_after(lowered.get("retry-after"), now=datetime.now(UTC))
+
+
+def _answer_text(response: Any) -> str:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        raise ExtractionError("the model's response has no message", raw=str(response)) from None
+    return content if isinstance(content, str) else ""
+
+
+def _cost(litellm: ModuleType, response: Any) -> float | None:
+    try:
+        cost = litellm.completion_cost(completion_response=response)
+    except Exception:  # unknown model or price: the cost is unknown, the call still succeeded
+        return None
+    return float(cost) if cost is not None else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) else None
+
+
+def _detail(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"

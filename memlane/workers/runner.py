@@ -1,0 +1,241 @@
+"""The two stages of a job, shared by the Celery tasks and the in-process worker.
+
+Each stage: claim the job row atomically, do the work, save through the store, and say
+what comes next. Every failure ends on the job row: requeued with its reason for a retry,
+or failed with it. A claim that finds nothing to do (done, at another stage, held by a
+live worker) makes a redelivered message a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from memlane.config.settings import Settings
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import Extraction, ExtractionWindow
+from memlane.models.store import context_items, conversations, jobs, memories
+from memlane.pipeline import dedup, tiers
+from memlane.pipeline.backoff import compute_backoff
+from memlane.pipeline.errors import ExtractionError, MemlaneError
+from memlane.pipeline.offline_extractor import extract_offline
+from memlane.workers.embedders import get_embedder
+from memlane.workers.errors import PermanentLLMError, TransientLLMError
+from memlane.workers.indexing import index_if_large
+
+log = logging.getLogger("memlane.worker")
+
+OFFLINE_MODEL = "offline"
+# An unusable answer is worth a few more tries (models are not deterministic), not many.
+MAX_INVALID_ANSWER_ATTEMPTS = 3
+
+Next = Literal["store", "done", "retry", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class StageOutcome:
+    next: Next
+    retry_in: float | None = None
+    detail: str = ""
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _stale(settings: Settings) -> timedelta:
+    return timedelta(seconds=settings.stuck_after_s)
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    raw = getattr(exc, "raw", "")
+    if raw:
+        text += f"\n--- raw answer ---\n{raw[:2000]}"
+    return text
+
+
+def run_extract(job_id: str, settings: Settings) -> StageOutcome:
+    url = settings.resolved_database_url
+    now = utcnow()
+    with unit_of_work(url) as session:
+        job = jobs.claim(session, job_id, stage="extract", now=now, stale_after=_stale(settings))
+        if job is None:
+            return StageOutcome("skipped")
+        attempts = job.attempts
+        messages = conversations.messages_between(
+            session, job.conversation_id, job.window_start_seq, job.window_end_seq
+        )
+        window = ExtractionWindow(
+            conversation_id=job.conversation_id,
+            user_id=job.user_id,
+            messages=messages,
+            new_from_seq=job.new_from_seq,
+        )
+
+    started = time.perf_counter()
+    try:
+        if settings.llm_model is None:
+            extraction = extract_offline(window, max_memories=settings.max_memories_per_extraction)
+            usage: tuple[str, int | None, int | None, float | None] = (
+                OFFLINE_MODEL,
+                None,
+                None,
+                None,
+            )
+        else:
+            from memlane.workers.llm import call_extraction_llm
+
+            result = call_extraction_llm(
+                window,
+                model=settings.llm_model,
+                api_base=settings.llm_api_base,
+                api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
+                timeout_s=settings.llm_timeout_s,
+                max_memories=settings.max_memories_per_extraction,
+            )
+            extraction = result.extraction
+            usage = (settings.llm_model, result.tokens_in, result.tokens_out, result.cost_usd)
+    except TransientLLMError as exc:
+        return _retry_or_fail(
+            settings, job_id, exc, attempts, settings.llm_max_retries + 1, exc.retry_after
+        )
+    except ExtractionError as exc:
+        return _retry_or_fail(settings, job_id, exc, attempts, MAX_INVALID_ANSWER_ATTEMPTS, None)
+    except PermanentLLMError as exc:
+        return _fail(settings, job_id, exc)
+    except Exception as exc:  # recorded on the job, never lost; re-raised by nobody
+        log.exception("extract job %s failed unexpectedly", job_id)
+        return _fail(settings, job_id, exc)
+
+    latency_ms = (time.perf_counter() - started) * 1000
+    with unit_of_work(url) as session:
+        job = jobs.load(session, job_id)
+        if job.status != "running" or job.stage != "extract":
+            return StageOutcome("skipped", detail="another worker finished this stage")
+        model, tokens_in, tokens_out, cost = usage
+        jobs.extracted(
+            session,
+            job,
+            extraction=extraction.model_dump(mode="json"),
+            model=model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost,
+            latency_ms=round(latency_ms, 3),
+            now=utcnow(),
+        )
+    return StageOutcome("store")
+
+
+def run_store(job_id: str, settings: Settings) -> StageOutcome:
+    url = settings.resolved_database_url
+    with unit_of_work(url) as session:
+        job = jobs.claim(session, job_id, stage="store", now=utcnow(), stale_after=_stale(settings))
+        if job is None:
+            return StageOutcome("skipped")
+        extraction = Extraction.model_validate(job.extraction or {})
+        user_id, conversation_id = job.user_id, job.conversation_id
+        new_from, window_end = job.new_from_seq, job.window_end_seq
+        stated_at = {
+            m.seq: m.created_at
+            for m in conversations.messages_between(
+                session, conversation_id, job.window_start_seq, window_end
+            )
+        }
+
+    try:
+        sightings = [
+            dedup.Sighting.of(
+                memory, conversation_id=conversation_id, new_from_seq=new_from, end_seq=window_end
+            )
+            for memory in extraction.memories
+        ]
+        # Embeddings are computed in one batch before the lock is taken, so a slow
+        # embedding API never holds up the user's other writers.
+        embedder = get_embedder(settings)
+        vectors = embedder.embed([s.memory.content for s in sightings]) if sightings else []
+        now = utcnow()
+        with unit_of_work(url) as session:
+            memories.user_lock(session, user_id)
+            job = jobs.load(session, job_id)
+            if job.status != "running" or job.stage != "store":
+                return StageOutcome("skipped", detail="another worker finished this stage")
+            known = memories.dedup_candidates(
+                session,
+                user_id,
+                [s.keywords for s in sightings],
+                threshold=settings.dedup_threshold,
+            )
+            plan = dedup.plan(
+                sightings,
+                known,
+                now=now,
+                threshold=settings.dedup_threshold,
+                min_keywords=settings.dedup_min_keywords,
+            )
+            memories.apply_plan(
+                session,
+                plan,
+                user_id=user_id,
+                job_id=job_id,
+                conversation_id=conversation_id,
+                vectors=vectors,
+                embedding_model=embedder.name,
+                now=now,
+                stated_at=stated_at,
+            )
+            memories.promote_to_verified(
+                session,
+                user_id,
+                tiers.promotions(
+                    [(b.memory_id, b.increment, b.importance, b.confidence) for b in plan.bumps],
+                    {m.id: m for m in known},
+                ),
+            )
+            context_items.save_episode(
+                session,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                job_id=job_id,
+                episode=extraction.episode,
+                created_at=now,
+            )
+            jobs.done(session, job, now=now)
+    except TransientLLMError as exc:  # the embedding API
+        return _retry_or_fail(
+            settings, job_id, exc, job.attempts, settings.llm_max_retries + 1, exc.retry_after
+        )
+    except Exception as exc:
+        log.exception("store job %s failed", job_id)
+        return _fail(settings, job_id, exc)
+    index_if_large(settings, user_id, embedder.name, embedder.dim)
+    return StageOutcome("done")
+
+
+def _retry_or_fail(
+    settings: Settings,
+    job_id: str,
+    exc: MemlaneError,
+    attempts: int,
+    max_attempts: int,
+    retry_after: float | None,
+) -> StageOutcome:
+    if attempts >= max_attempts:
+        return _fail(settings, job_id, exc, suffix=f" (after {attempts} attempts)")
+    delay = compute_backoff(attempts, jitter=random.random(), retry_after=retry_after)
+    with unit_of_work(settings.resolved_database_url) as session:
+        jobs.requeue(session, jobs.load(session, job_id), error=_describe(exc), now=utcnow())
+    log.warning("job %s attempt %d failed (%s); retrying in %.1fs", job_id, attempts, exc, delay)
+    return StageOutcome("retry", retry_in=delay, detail=str(exc))
+
+
+def _fail(settings: Settings, job_id: str, exc: BaseException, *, suffix: str = "") -> StageOutcome:
+    with unit_of_work(settings.resolved_database_url) as session:
+        jobs.fail(session, job_id, error=_describe(exc) + suffix, now=utcnow())
+    log.error("job %s failed: %s%s", job_id, exc, suffix)
+    return StageOutcome("failed", detail=str(exc))

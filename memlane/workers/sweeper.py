@@ -1,0 +1,72 @@
+"""Periodic recovery: jobs whose broker message may be lost, and conversation tails that
+no 5th assistant message will ever trigger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from memlane.config.settings import Settings
+from memlane.models.db import unit_of_work
+from memlane.models.store import conversations, jobs, memories
+from memlane.pipeline.cadence import tail_windows
+from memlane.workers.runner import utcnow
+
+
+@dataclass
+class SweepResult:
+    extract: list[str] = field(default_factory=list)
+    store: list[str] = field(default_factory=list)
+    tails: int = 0
+
+
+def sweep(settings: Settings, *, now: datetime | None = None) -> SweepResult:
+    """Release stuck jobs (queued again, so the next sweep waits a full period before
+    touching them again) and create tail jobs for idle conversations. The caller
+    publishes the ids."""
+    now = now or utcnow()
+    result = SweepResult()
+    with unit_of_work(settings.resolved_database_url) as session:
+        stuck = jobs.stuck(session, older_than=now - timedelta(seconds=settings.stuck_after_s))
+        for job in stuck:
+            (result.extract if job.stage == "extract" else result.store).append(job.id)
+        jobs.release_stuck(session, [job.id for job in stuck], now=now)
+        idle = conversations.idle_conversations(
+            session, idle_since=now - timedelta(seconds=settings.idle_after_s)
+        )
+        for conversation in idle:
+            windows = tail_windows(
+                message_count=conversation.message_count,
+                extracted_to_seq=conversation.extracted_to_seq,
+                window=settings.extract_window,
+            )
+            created = jobs.create_jobs(
+                session,
+                conversation_id=conversation.id,
+                user_id=conversation.user_id,
+                windows=windows,
+                now=now,
+            )
+            result.extract.extend(created)
+            result.tails += len(created)
+    return result
+
+
+def record_access(memory_ids: list[str], accessed_at: str | list[str], settings: Settings) -> int:
+    """Move accessed_at of the memories forward (never back). `accessed_at` is one ISO
+    moment for all of them, or one per id (the batch form: ids coalesced over a short
+    interval, each with the latest moment it was used at). One statement per moment, in
+    one transaction."""
+    if isinstance(accessed_at, str):
+        groups = {accessed_at: memory_ids}
+    else:
+        if len(accessed_at) != len(memory_ids):
+            raise ValueError(f"{len(memory_ids)} memory ids but {len(accessed_at)} access times")
+        groups = {}
+        for memory_id, moment in zip(memory_ids, accessed_at, strict=True):
+            groups.setdefault(moment, []).append(memory_id)
+    with unit_of_work(settings.resolved_database_url) as session:
+        return sum(
+            memories.record_access(session, ids, now=datetime.fromisoformat(moment))
+            for moment, ids in groups.items()
+        )
