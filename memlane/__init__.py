@@ -1,19 +1,56 @@
-"""memlane: long-term memory for LLM chat apps."""
+"""memlane: long-term memory for LLM chat apps.
+
+`from memlane import Memlane` is the Python front door; the errors it raises are importable
+from here too (`from memlane import BudgetError, TranscriptError`), so a chat app never
+reaches into memlane's layout to catch them.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memlane.facade import Memlane
+    from memlane.pipeline.errors import (
+        BudgetError,
+        ConfigurationError,
+        ExtractionError,
+        MemlaneError,
+        NotFoundError,
+        TranscriptError,
+    )
+    from memlane.workers.errors import PermanentLLMError, TransientLLMError
 
-__all__ = ["Memlane"]
+# Resolved on first use, so importing any part of memlane (the pure pipeline included)
+# loads nothing else, and `memlane --help` starts without the workers.
+_PUBLIC = {
+    "Memlane": "memlane.facade",
+    "MemlaneError": "memlane.pipeline.errors",
+    "BudgetError": "memlane.pipeline.errors",
+    "ConfigurationError": "memlane.pipeline.errors",
+    "ExtractionError": "memlane.pipeline.errors",
+    "NotFoundError": "memlane.pipeline.errors",
+    "TranscriptError": "memlane.pipeline.errors",
+    "PermanentLLMError": "memlane.workers.errors",
+    "TransientLLMError": "memlane.workers.errors",
+}
+
+__all__ = [
+    "BudgetError",
+    "ConfigurationError",
+    "ExtractionError",
+    "Memlane",
+    "MemlaneError",
+    "NotFoundError",
+    "PermanentLLMError",
+    "TranscriptError",
+    "TransientLLMError",
+]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so `memlane --help` and the assembler start without importing the workers.
-    if name == "Memlane":
-        from memlane.facade import Memlane
-
-        return Memlane
-    raise AttributeError(name)
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memlane' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
