@@ -29,8 +29,15 @@ from sqlalchemy import delete, func, insert, select
 from memlane.config.settings import load_settings
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.schemas import ExtractedEpisode
-from memlane.models.store import context_items
-from memlane.models.tables import EpisodeRow, MemoryKeyword, MemoryRow, ProcedureRow, SoulBlockRow
+from memlane.models.store import context_items, refs
+from memlane.models.tables import (
+    EpisodeRow,
+    MemoryKeyword,
+    MemoryRow,
+    ProcedureRow,
+    SoulBlockRow,
+    UserState,
+)
 from memlane.pipeline.keywords import keywords
 from memlane.workers.embedders import Embedder, get_embedder
 
@@ -358,7 +365,9 @@ def _memory_rows(user_id: str, n: int, *, seed: int) -> Iterator[dict[str, Any]]
             "expires_at": None if i in special else expires,
             "access_count": min(500, int(rng.paretovariate(1.6))),
             "created_at": created,
+            "confirmed_at": accessed,
             "accessed_at": accessed,
+            "ref": i + 1,
         }
 
 
@@ -393,8 +402,9 @@ def ensure_user(url: str, size: int, *, log: Any = print) -> str:
     embedder = get_embedder(load_settings())
     log(f"loading {size:,} memories for {user_id} ({embedder.name}) …")
     with unit_of_work(url) as session:
-        for table in (MemoryRow, EpisodeRow, ProcedureRow, SoulBlockRow):
+        for table in (MemoryRow, EpisodeRow, ProcedureRow, SoulBlockRow, UserState):
             session.execute(delete(table).where(table.user_id == user_id))
+        refs.allocate(session, user_id, size)  # memories take refs 1..size
     for batch in _batches(_memory_rows(user_id, size, seed=size), 5000):
         vectors = embedder.embed([row["content"] for row in batch])
         for row, vector in zip(batch, vectors, strict=True):
@@ -433,6 +443,8 @@ _PG_COLUMNS = [
     "access_count",
     "created_at",
     "accessed_at",
+    "confirmed_at",
+    "ref",
 ]
 
 
@@ -455,6 +467,8 @@ def _copy_postgres(url: str, batch: list[dict[str, Any]], embedder: Embedder) ->
                         row["access_count"],
                         row["created_at"],
                         row["accessed_at"],
+                        row["confirmed_at"],
+                        row["ref"],
                     )
                 )
         with cursor.copy("COPY memory_keywords (memory_id, keyword, user_id) FROM STDIN") as copy:  # type: ignore[attr-defined]

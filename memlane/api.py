@@ -46,6 +46,7 @@ from memlane.models.schemas import (
     TranscriptIn,
 )
 from memlane.pipeline.assembly_types import ContextPack
+from memlane.pipeline.context_format import Style
 from memlane.pipeline.scoring import Strategy
 from memlane.readiness import check_broker, check_database
 
@@ -70,6 +71,9 @@ class ContextRequest(BaseModel):
     safety_margin: float | None = Field(None, ge=0.0, lt=1.0)
     model: str | None = Field(None, max_length=200, description="tokenizer of this model")
     include_sensitive: bool = False
+    style: Style | None = Field(
+        None, description="default, or compact (ids and content only) for tight budgets"
+    )
     format: Literal["xml", "json"] = Field(
         "xml", description="`context` as the XML block (counted against the budget) or as JSON"
     )

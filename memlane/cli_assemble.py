@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from memlane.cli_common import fail, lane_session, one_line, parse_now, stderr
+from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import MemlaneError
 from memlane.pipeline.scoring import Strategy
 
@@ -37,15 +38,20 @@ Format = Literal["xml", "json"]
 
 
 class BatchQuery(BaseModel):
-    """One line of a --batch file. Missing fields take the command line's values."""
+    """One line of a --batch file. Missing fields take the command line's values; `id`
+    and `question_id` (a caller's own keys, e.g. a benchmark's) come back on the line's
+    output as given."""
 
     model_config = ConfigDict(extra="forbid")
 
+    id: str | int | None = None
+    question_id: str | int | None = None
     user_id: str = Field(min_length=1)
     query: str | None = None
     budget: int | None = Field(None, ge=1)
     context_window: int | None = Field(None, ge=1)
     strategy: Strategy | None = None
+    style: Style | None = None
     now: datetime | None = None
 
     @field_validator("now")
@@ -76,6 +82,14 @@ def assemble(
         ),
     ] = None,
     strategy: Annotated[Strategy, typer.Option(help="How memories are ranked.")] = "scored",
+    style: Annotated[
+        Style | None,
+        typer.Option(
+            help="The context's format: default, or compact (ids and content only) for tight "
+            "budgets. Default: MEMLANE_CONTEXT_STYLE.",
+            show_default=False,
+        ),
+    ] = None,
     output_format: Annotated[
         Format,
         typer.Option(
@@ -88,8 +102,9 @@ def assemble(
     batch: Annotated[
         Path | None,
         typer.Option(
-            help="JSONL file, one query per line {user_id, query, budget, strategy, "
-            "context_window, now}; writes one JSON object per line.",
+            help="JSONL file, one query per line {user_id, query, budget, strategy, style, "
+            "context_window, now, id, question_id}; writes one JSON object per line, "
+            "with the line's id and question_id.",
             dir_okay=False,
         ),
     ] = None,
@@ -108,7 +123,7 @@ def assemble(
     if batch is not None:
         if user is not None or query is not None:
             raise ValueError("--batch takes users and queries from the file; drop --user/--query")
-        _run_batch(batch, out, budget, context_window, strategy, at)
+        _run_batch(batch, out, budget, context_window, strategy, style, at)
         return
     if out is not None:
         raise ValueError("--out goes with --batch")
@@ -122,6 +137,7 @@ def assemble(
             budget_tokens=budget,
             context_window=context_window,
             now=at,
+            style=style,
         )
     if output_format == "json":
         typer.echo(json.dumps(_as_json(result), indent=2, ensure_ascii=False))
@@ -175,18 +191,25 @@ def _run_batch(
     budget: int | None,
     context_window: int | None,
     strategy: Strategy,
+    style: Style | None,
     now: datetime | None,
 ) -> None:
-    """One JSON object per query line: {line, user_id, query, context, json, pack}, or
-    {line, user_id, query, error: {code, message}} for a query that failed (the others
+    """One JSON object per query line: {line, [id, question_id,] user_id, query, context,
+    json, pack}, or {line, …, error: {code, message}} for a query that failed (the others
     still run; exit 1 at the end)."""
     queries = read_batch(path)
     failed = 0
     with lane_session() as lane, _output(out) as stream:
         for number, item in queries:
-            row: dict[str, Any] = {"line": number, "user_id": item.user_id, "query": item.query}
+            keys = {k: v for k in ("id", "question_id") if (v := getattr(item, k)) is not None}
+            row: dict[str, Any] = {
+                "line": number,
+                **keys,
+                "user_id": item.user_id,
+                "query": item.query,
+            }
             try:
-                result = _assemble_one(lane, item, budget, context_window, strategy, now)
+                result = _assemble_one(lane, item, budget, context_window, strategy, style, now)
                 row.update(_as_json(result))
             except MemlaneError as exc:
                 failed += 1
@@ -203,6 +226,7 @@ def _assemble_one(
     budget: int | None,
     context_window: int | None,
     strategy: Strategy,
+    style: Style | None,
     now: datetime | None,
 ) -> AssembledContext:
     own_budget = item.budget is not None or item.context_window is not None
@@ -213,4 +237,5 @@ def _assemble_one(
         budget_tokens=item.budget if own_budget else budget,
         context_window=item.context_window if own_budget else context_window,
         now=item.now or now,
+        style=item.style or style,
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import tiktoken
 from pydantic import ValidationError
 
 from memlane.background import AccessRecorder, PackWriter
@@ -34,13 +35,26 @@ from memlane.models.schemas import (
     Tier,
     TranscriptIn,
 )
-from memlane.models.store import assembly_reads, context_items, conversations, jobs, memories
+from memlane.models.store import (
+    assembly_reads,
+    context_items,
+    conversations,
+    jobs,
+    memories,
+)
 from memlane.models.store import reembed as reembed_store
 from memlane.models.store.vector_index import wants_hnsw
+from memlane.models.working_set import WorkingSet
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
-from memlane.pipeline.budget import derive_budget, strategy_top_k, validate_budget
+from memlane.pipeline.budget import (
+    derive_budget,
+    shortlist_size,
+    strategy_top_k,
+    validate_budget,
+)
 from memlane.pipeline.cadence import due_windows
+from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import ConfigurationError, TranscriptError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import normalise_by_max
@@ -110,6 +124,7 @@ class Memlane:
         self._stored_embedders: dict[tuple[str, int], Embedder] = {}
         self._packs: PackWriter | None = None
         self._accesses: AccessRecorder | None = None
+        self._working: WorkingSet | None = None
         self._check_schema()
 
     @classmethod
@@ -230,6 +245,7 @@ class Memlane:
         include_sensitive: bool = False,
         query_embedding: Sequence[float] | None = None,
         weights: Weights | None = None,
+        style: Style | None = None,
     ) -> AssembledContext:
         """Build the context block for the user's next model call. Raises BudgetError when
         pinned items and soul blocks alone exceed the budget."""
@@ -257,6 +273,27 @@ class Memlane:
             budget = s.default_budget_tokens
         if query_embedding is None and query:
             query_embedding = embed_query(self.embedder, query)
+        weights = weights or Weights(**s.weights.model_dump())
+        encoding = encoding_for_model(model or s.token_model)
+        style = style or s.context_style
+        view_result = None
+        if s.working_set_mb > 0:
+            view_result = self._assemble_from_view(
+                user_id,
+                query,
+                query_embedding,
+                strategy=strategy,
+                budget=budget,
+                now=now,
+                encoding=encoding,
+                weights=weights,
+                style=style,
+                include_sensitive=include_sensitive,
+            )
+        if view_result is not None:
+            self._pack_writer().submit(view_result.pack_data)
+            self._access_recorder().add(view_result.included_memory_ids, now)
+            return view_result
         query_vector = (
             assembly_reads.QueryVector(self.embedder.name, query_embedding)
             if query_embedding
@@ -270,7 +307,7 @@ class Memlane:
             # weight 0 turns the lexical half off, reads included
             query_text=query if s.hybrid_lexical_weight > 0 else None,
             top_k=s.vector_top_k,
-            strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k),
+            strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k, style),
             lexical_top_k=s.lexical_top_k,
             include_sensitive=include_sensitive,
             approximate=wants_hnsw(s.vector_index, self.embedder.name),
@@ -284,7 +321,6 @@ class Memlane:
         )
         procedures = items.procedures
 
-        weights = weights or Weights(**s.weights.model_dump())
         query_words = keywords(query) if query else frozenset()
         result = assemble_context(
             AssemblyInput(
@@ -293,7 +329,9 @@ class Memlane:
                 strategy=strategy,
                 budget_tokens=budget,
                 now=now,
-                encoding=encoding_for_model(model or s.token_model),
+                encoding=encoding,
+                style=style,
+                relevance_floor=s.relevance_floor,
                 retrieval_mode=candidates.retrieval_mode,
                 memories=candidates.memories,
                 relevance=blend_relevance(candidates, s.hybrid_lexical_weight),
@@ -313,6 +351,80 @@ class Memlane:
         self._pack_writer().submit(result.pack_data)
         self._access_recorder().add(result.included_memory_ids, now)
         return result
+
+    def _assemble_from_view(
+        self,
+        user_id: str,
+        query: str | None,
+        query_embedding: Sequence[float] | None,
+        *,
+        strategy: Strategy,
+        budget: int,
+        now: datetime,
+        encoding: tiktoken.Encoding,
+        weights: Weights,
+        style: Style,
+        include_sensitive: bool,
+    ) -> AssembledContext | None:
+        """Assembly from the user's working set: every item ranked at once, the shortlist
+        through the assembler's rules. None when the store read must serve the user: the
+        `recent` strategy (it orders by what contexts showed, which the working set does
+        not follow), a user too large for the working set, or one whose vectors belong to
+        two embedders while `memlane reembed` runs."""
+        if strategy == "recent":
+            return None
+        s = self.settings
+        embedder = self.embedder
+        view = self._working_set().view(user_id, model=embedder.name, dim=embedder.dim)
+        if view is None:
+            return None
+        scores = (
+            view.relevance(
+                query_vector=query_embedding,
+                query_model=embedder.name,
+                query_terms=keywords(query),
+                lexical_weight=s.hybrid_lexical_weight,
+            )
+            if query
+            else None
+        )
+        shortlist = view.shortlist(
+            scores,
+            strategy=strategy,
+            now=now,
+            weights=weights,
+            half_life_hours=s.half_life_hours,
+            relevance_floor=s.relevance_floor,
+            include_sensitive=include_sensitive,
+            limit=shortlist_size(budget, style),
+        )
+        return assemble_context(
+            AssemblyInput(
+                user_id=user_id,
+                query=query,
+                strategy=strategy,
+                budget_tokens=budget,
+                now=now,
+                encoding=encoding,
+                style=style,
+                retrieval_mode="working-set",
+                memories=shortlist.memories,
+                relevance=shortlist.relevance,
+                weights=weights,
+                half_life_hours=s.half_life_hours,
+                soul_blocks=view.soul_blocks,
+                episodes=shortlist.episodes,
+                procedures=shortlist.procedures,
+                memory_share=s.memory_share,
+                relevance_floor=s.relevance_floor,
+                include_sensitive=include_sensitive,
+            )
+        )
+
+    def _working_set(self) -> WorkingSet:
+        if self._working is None:
+            self._working = WorkingSet(self.url, budget_mb=self.settings.working_set_mb)
+        return self._working
 
     def _query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
         """The query embedded by another embedder, named as its vectors are stored: for

@@ -95,7 +95,24 @@ class Settings(BaseSettings):
     user_message_tokens: int = Field(1_000, ge=0)
     output_headroom: int = Field(4_000, ge=0)
     safety_margin: float = Field(0.10, ge=0.0, lt=1.0)
-    memory_share: float = Field(0.50, gt=0.0, le=1.0)
+    memory_share: float = Field(
+        0.50, gt=0.0, le=1.0, description="memories' share of the budget without a query"
+    )
+    relevance_floor: float = Field(
+        0.8,
+        ge=0.0,
+        le=1.0,
+        description="with a query: items within this share of the best relevance are ranked "
+        "by the composite score, the rest by relevance after them",
+    )
+    context_style: Literal["default", "compact"] = Field(
+        "default", description="the context's format: default, or compact for tight budgets"
+    )
+    working_set_mb: int = Field(
+        256,
+        ge=0,
+        description="per-process memory for users' working sets; 0 = read the store each time",
+    )
     vector_top_k: int = Field(50, ge=1, description="memories fetched by cosine to the query")
     strategy_top_k: int = Field(
         50,

@@ -7,7 +7,7 @@ them. Nothing here touches a database, the network or the clock.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -156,7 +156,12 @@ class ExtractionWindow(Frozen):
 
 
 class MemoryRecord(Frozen):
-    """A stored memory as the pipeline sees it."""
+    """A stored memory as the pipeline sees it.
+
+    created_at: when the stating message was said; confirmed_at: when it was last stated
+    or confirmed (defaults to created_at); accessed_at: last stated, confirmed or shown in
+    a context. `ref` is the user's short id of it (None for a record not yet stored).
+    """
 
     id: str
     user_id: str
@@ -171,12 +176,21 @@ class MemoryRecord(Frozen):
     keywords: frozenset[str] = frozenset()
     access_count: int = Field(default=1, ge=0)
     created_at: datetime
+    confirmed_at: datetime
     accessed_at: datetime
+    ref: int | None = None
     embedding: tuple[float, ...] | None = None
     source_conversation_id: str | None = None
     source_job_id: str | None = None
     # Highest message seq (in source_conversation_id) that has evidenced this memory.
     evidence_seq: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _confirmed_when_created(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("confirmed_at") is None and "created_at" in data:
+            return {**data, "confirmed_at": data["created_at"]}
+        return data
 
 
 class MemoryCreate(Frozen):
@@ -204,7 +218,9 @@ class MemoryPublic(Frozen):
     expires_at: datetime | None
     access_count: int
     created_at: datetime
+    confirmed_at: datetime
     accessed_at: datetime
+    ref: int
     source_conversation_id: str | None = None
     source_job_id: str | None = None
 
@@ -216,7 +232,10 @@ class EpisodeRecord(Frozen):
     summary: str
     topics: list[str]
     outcome: str | None
-    created_at: datetime
+    created_at: datetime  # when the last message it summarises was said
+    ref: int | None = None
+    keywords: frozenset[str] = frozenset()
+    embedding: tuple[float, ...] | None = None
 
 
 class SoulBlock(Frozen):
@@ -233,6 +252,7 @@ class Procedure(Frozen):
     content: str
     keywords: frozenset[str] = frozenset()
     created_at: datetime
+    ref: int | None = None
 
 
 # --------------------------------------------------------------------------- jobs

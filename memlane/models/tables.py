@@ -9,6 +9,7 @@ import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -164,6 +165,8 @@ class MemoryRow(Base):
         Index("ix_memories_user_created", "user_id", "created_at"),
         Index("ix_memories_user_importance", "user_id", "importance"),
         Index("ix_memories_user_tier", "user_id", "tier"),
+        UniqueConstraint("user_id", "ref", name="uq_memories_user_ref"),
+        Index("ix_memories_user_change", "user_id", "change_seq"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -187,9 +190,20 @@ class MemoryRow(Base):
     # PostgreSQL also has `content_tsv` (a generated tsvector, migration 0002); it is not
     # mapped here because SQLite has no such column. models/store/assembly_reads.py ranks
     # candidates with it. An HNSW index per embedder may exist too (store/vector_index.py).
+    # Confirmations: 1 + each later, distinct piece of evidence (dedup bumps).
     access_count: Mapped[int] = mapped_column(Integer, default=1)
+    # When the stating message was said.
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    # When the memory was last stated or confirmed: a message's time, never processing
+    # time. `scored` takes recency from here (migration 0005).
+    confirmed_at: Mapped[datetime] = mapped_column(UTC_DT)
+    # When it was last stated, confirmed or shown in a context: HTM's access order, for
+    # the `recent` strategy and diagnostics; never a signal of `scored`.
     accessed_at: Mapped[datetime] = mapped_column(UTC_DT)
+    # The user's short id of the item (store/refs.py), shown in contexts.
+    ref: Mapped[int] = mapped_column(Integer)
+    # The user's change number of the last write to the row (store/changes.py).
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     superseded_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
     source_conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     source_job_id: Mapped[str | None] = mapped_column(String(40), nullable=True)
@@ -215,7 +229,11 @@ class MemoryKeyword(Base):
 
 class EpisodeRow(Base):
     __tablename__ = "episodes"
-    __table_args__ = (Index("ix_episodes_user_created", "user_id", "created_at"),)
+    __table_args__ = (
+        Index("ix_episodes_user_created", "user_id", "created_at"),
+        UniqueConstraint("user_id", "ref", name="uq_episodes_user_ref"),
+        Index("ix_episodes_user_change", "user_id", "change_seq"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200))
@@ -224,7 +242,14 @@ class EpisodeRow(Base):
     summary: Mapped[str] = mapped_column(Text)
     topics: Mapped[list[str]] = mapped_column(JSON, default=list)
     outcome: Mapped[str | None] = mapped_column(Text, nullable=True)
+    # When the last message it summarises was said (migration 0005).
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    ref: Mapped[int] = mapped_column(Integer)
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+    # The summary embedded by the store stage's embedder, for relevance to a query.
+    embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
+    embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class SoulBlockRow(Base):
@@ -234,11 +259,16 @@ class SoulBlockRow(Base):
     kind: Mapped[str] = mapped_column(String(16), primary_key=True)
     content: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(UTC_DT)
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0)
 
 
 class ProcedureRow(Base):
     __tablename__ = "procedures"
-    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_procedures_user_name"),)
+    __table_args__ = (
+        UniqueConstraint("user_id", "name", name="uq_procedures_user_name"),
+        UniqueConstraint("user_id", "ref", name="uq_procedures_user_ref"),
+        Index("ix_procedures_user_change", "user_id", "change_seq"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200), index=True)
@@ -246,6 +276,32 @@ class ProcedureRow(Base):
     content: Mapped[str] = mapped_column(Text)
     keywords: Mapped[list[str]] = mapped_column(JSON, default=list)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    ref: Mapped[int] = mapped_column(Integer)
+    change_seq: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class UserState(Base):
+    """One row per user: the next short id (`ref`) of the user's memories, episodes and
+    procedures, which share one numbering so a short id names one item; and the user's
+    change number (`version`), taken by every transaction that writes the user's
+    memories, episodes, procedures or soul blocks (store/changes.py)."""
+
+    __tablename__ = "user_state"
+
+    user_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    next_ref: Mapped[int] = mapped_column(Integer, default=1)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class RemovedItem(Base):
+    """An item of a user deleted outright (a soul block, a procedure), with the change
+    number of its removal, so every process's working set drops it too."""
+
+    __tablename__ = "removed_items"
+
+    user_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    item_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    change_seq: Mapped[int] = mapped_column(BigInteger)
 
 
 class ContextPackRow(Base):

@@ -7,26 +7,39 @@ Rules, in the order they are applied:
    not sensitive unless asked for.
 2. Always in: the soul blocks and the pinned memories. If they alone (with the XML around
    them) exceed the budget: BudgetError, saying by how much.
-3. Memories, in this order: pinned (created_at desc, then id), verified (created_at desc,
-   then id), candidates (the strategy's rank: score desc, then id).
-   - verified go in while the whole budget holds them: they may use more than the
-     memories' share, since dropping one is a last resort; each one left out is the
-     event `verified_item_dropped`;
-   - candidates go in, best first, while the memories section (wrapper and all items)
-     stays within floor(memory_share × (budget − root − soul section)); a candidate that
-     does not fit is skipped whole and the next one is tried. Candidates of which none
-     went in are the event `no_candidates_fit`.
-4. Episodes (newest first), then procedures matching the query, each skipped whole if it
-   does not fit what is left of the whole budget: what the memories did not use flows on.
-5. Accounting: each rendered line is counted once (cached by line) and lines, section
+3. Verified memories (created_at desc, then id) go in while the whole budget holds them;
+   each one left out is the event `verified_item_dropped` (a last resort).
+4. With a query (strategy `scored` and relevance given), everything else competes for
+   what is left on its relevance to the query: candidate memories, episodes and the
+   procedures that share a word with it (relevance > 0) form one pool. Each has its
+   relevance r (pipeline.relevance; 0 when none was given) and its composite score
+   (pipeline.scoring; an episode or procedure scores as a memory of importance 0.5 and
+   frequency 0, dated by its own date). The pool is walked in this order: first the
+   items about as relevant as the best one (r ≥ relevance_floor × the pool's best r,
+   default 0.8), by composite, so importance, recency and confirmations decide among
+   them; then the rest by relevance (composite, then section, then id break ties). Each
+   item goes in when it fits what is left of the whole budget and is skipped whole
+   otherwise. So what one section leaves unused the others take, an item that fits is
+   never left out while budget stays unused, and an item below the floor never
+   displaces one above it: a memory said yesterday, important and often confirmed,
+   cannot push out the one the question is about.
+5. Without a query (or with another strategy) the seed's shares apply: candidate
+   memories, best by the strategy first, while the memories section stays within
+   floor(memory_share × (budget − root − soul section)); then episodes (newest first)
+   and the procedures matching the query, each skipped whole if it does not fit what is
+   left of the whole budget.
+   Candidates of which none went in are the event `no_candidates_fit`. The rendered
+   order is always soul → memories (pinned, verified, then the rest by rank) → episodes
+   → procedures.
+6. Accounting: each rendered line is counted once (cached by line) and lines, section
    wrappers and the root add up to the document's count, since every line ends in `>` +
    newline (see context_format). For the encodings whose pre-tokeniser is known to
    split there (`ADDITIVE_PATTERNS`: tiktoken's cl100k_base, o200k_base and p50k_base;
    test_context_format checks it for any content), that sum is the exact count of the
    finished string. Any other encoding's finished string is counted whole; should it
-   be over the budget, the lowest-ranked candidates, then procedures, then episodes
-   (oldest first), then verified memories (oldest first, with events) are removed until
-   it fits (drop reason "recount"). So used_tokens == count(text) <= budget, always.
+   be over the budget, the lowest-ranked items, then verified memories (oldest first,
+   with events) are removed until it fits (drop reason "recount"). So
+   used_tokens == count(text) <= budget, always.
 
 The pack comes back as plain data (`AssembledContext.pack_data`); the ContextPack model
 is built from it only when asked for.
@@ -59,7 +72,13 @@ from memlane.pipeline.assembly_types import (
 )
 from memlane.pipeline.budget import validate_budget
 from memlane.pipeline.errors import BudgetError
-from memlane.pipeline.scoring import RankedMemory, rank
+from memlane.pipeline.scoring import (
+    ITEM_IMPORTANCE,
+    RankedMemory,
+    ScoreBreakdown,
+    rank,
+    score_item,
+)
 from memlane.pipeline.tokens import ENCODING_SPECS
 
 _PACK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "memlane:context-pack")
@@ -80,15 +99,17 @@ def _tokens(encoding: tiktoken.Encoding, line: str) -> int:
 
 @dataclass(slots=True)
 class _Entry(Generic[_R]):
-    """One considered item: its record, rendered line, cost and the decision about it."""
+    """One considered item: its record, rendered line, cost, score and the decision."""
 
     record: _R
     id: str
+    ref: int | None
     section: fmt.SectionName
     kind: ItemSection
     line: str
     tokens: int
-    ranked: RankedMemory | None = None
+    score: float | None = None  # the strategy's value for memories, the composite in a pool
+    breakdown: ScoreBreakdown | None = None
     included: bool = False
     drop_reason: DropReason | None = None
 
@@ -130,21 +151,27 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     budget = validate_budget(request.budget_tokens)
     if not 0.0 <= request.memory_share <= 1.0:
         raise ValueError(f"memory_share must be in [0, 1], not {request.memory_share!r}")
-    encoding = request.encoding
+    if not 0.0 <= request.relevance_floor <= 1.0:
+        raise ValueError(f"relevance_floor must be in [0, 1], not {request.relevance_floor!r}")
+    encoding, style = request.encoding, request.style
     usable, excluded = filters.split_memories(request)
+    relevance = dict(request.relevance)
     ranked = rank(
         usable,
         strategy=request.strategy,
         now=request.now,
-        relevance=dict(request.relevance),
+        relevance=relevance,
         weights=request.weights,
         half_life_hours=request.half_life_hours,
     )
 
     def memory(item: RankedMemory) -> _Entry[MemoryRecord]:
-        line = fmt.memory_line(item.memory)
+        line = fmt.memory_line(item.memory, style)
         m = item.memory
-        return _Entry(m, m.id, "memories", "memory", line, _tokens(encoding, line), item)
+        tokens = _tokens(encoding, line)
+        return _Entry(
+            m, m.id, m.ref, "memories", "memory", line, tokens, item.score, item.breakdown
+        )
 
     pinned = [
         memory(r) for r in filters.newest_first(r for r in ranked if r.memory.tier == "pinned")
@@ -154,35 +181,52 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     ]
     candidates = [memory(r) for r in ranked if r.memory.tier == "candidate"]
     soul = [
-        _Entry(b, f"soul:{b.kind}", "soul", "soul", line, _tokens(encoding, line))
+        _Entry(b, f"soul:{b.kind}", None, "soul", "soul", line, _tokens(encoding, line))
         for b in filters.soul_blocks(request)
         for line in [fmt.soul_line(b)]
     ]
+    by_relevance = bool(request.query) and request.strategy == "scored" and bool(relevance)
     episodes = [
-        _Entry(e, e.id, "episodes", "episode", line, _tokens(encoding, line))
+        _Entry(e, e.id, e.ref, "episodes", "episode", line, _tokens(encoding, line))
         for e in filters.episodes(request)
-        for line in [fmt.episode_line(e)]
+        for line in [fmt.episode_line(e, style)]
     ]
+    mine = (
+        [p for p in request.procedures if p.user_id == request.user_id and relevance.get(p.id)]
+        if by_relevance
+        else filters.matching_procedures(request)
+    )
     procedures = [
-        _Entry(p, p.id, "procedures", "procedure", line, _tokens(encoding, line))
-        for p in filters.matching_procedures(request)
-        for line in [fmt.procedure_line(p)]
+        _Entry(p, p.id, p.ref, "procedures", "procedure", line, _tokens(encoding, line))
+        for p in mine
+        for line in [fmt.procedure_line(p, style)]
     ]
 
     events: list[PackEvent] = []
     account = _Account(encoding, request.user_id)
-    _select(account, budget, request.memory_share, soul, pinned, verified, candidates, events)
-    later: list[_AnyEntry] = [*episodes, *procedures]
-    for entry in later:
-        _take_if_it_fits(entry, account, budget, events)
+    _always_in(account, budget, soul, pinned, verified, events)
+    if by_relevance:
+        pool = _pool(request, relevance, candidates, episodes, procedures)
+        for entry in pool:
+            _take_if_it_fits(entry, account, budget, events)
+        place = {id(entry): i for i, entry in enumerate(pool)}
+        candidates.sort(key=lambda e: place[id(e)])
+        episodes.sort(key=lambda e: place[id(e)])
+        procedures.sort(key=lambda e: place[id(e)])
+        removable: list[_AnyEntry] = [*reversed(pool), *reversed(verified)]
+    else:
+        _by_share(account, budget, request.memory_share, candidates)
+        later: list[_AnyEntry] = [*episodes, *procedures]
+        for entry in later:
+            _take_if_it_fits(entry, account, budget, events)
+        removable = [
+            *reversed(candidates),
+            *reversed(procedures),
+            *reversed(episodes),
+            *reversed(verified),
+        ]
 
     memories = [*pinned, *verified, *candidates]
-    removable: list[_AnyEntry] = [
-        *reversed(candidates),
-        *reversed(procedures),
-        *reversed(episodes),
-        *reversed(verified),
-    ]
     text, used = _render_within_budget(
         request.user_id,
         (soul, memories, episodes, procedures),
@@ -201,6 +245,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         memories=[e.record for e in memories if e.included],
         episodes=[e.record for e in episodes if e.included],
         procedures=[e.record for e in procedures if e.included],
+        style=style,
     )
     considered: list[_AnyEntry] = [*soul, *memories, *episodes, *procedures]
     return AssembledContext(
@@ -211,26 +256,70 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     )
 
 
-def _select(
+def _always_in(
     account: _Account,
     budget: int,
-    memory_share: float,
     soul: Sequence[_AnyEntry],
     pinned: Sequence[_AnyEntry],
     verified: Sequence[_AnyEntry],
-    candidates: Sequence[_AnyEntry],
     events: list[PackEvent],
 ) -> None:
-    """Rules 2 and 3 of the module docstring: soul and pinned, verified, candidates."""
-    for entry in soul:
-        account.take(entry)
-    memory_cap = math.floor(memory_share * (budget - account.used))
-    for entry in pinned:
+    """Rules 2 and 3 of the module docstring: soul and pinned, then verified."""
+    for entry in [*soul, *pinned]:
         account.take(entry)
     if account.used > budget:
         raise _over_budget(budget, account.used, len(soul), len(pinned))
     for entry in verified:
         _take_if_it_fits(entry, account, budget, events)
+
+
+def _pool(
+    request: AssemblyInput,
+    relevance: dict[str, float],
+    candidates: Sequence[_Entry[MemoryRecord]],
+    episodes: Sequence[_Entry[EpisodeRecord]],
+    procedures: Sequence[_Entry[Procedure]],
+) -> list[_AnyEntry]:
+    """Rule 4's walk order: candidates, episodes and procedures, those at or above the
+    relevance floor first, each part by composite score; ties by section, then id."""
+    others: list[_Entry[EpisodeRecord] | _Entry[Procedure]] = [*episodes, *procedures]
+    for entry in others:
+        entry.breakdown = score_item(
+            relevance=relevance.get(entry.id, 0.0),
+            importance=ITEM_IMPORTANCE,
+            stated_at=entry.record.created_at,
+            confirmations=0,
+            now=request.now,
+            weights=request.weights,
+            half_life_hours=request.half_life_hours,
+        )
+        entry.score = entry.breakdown.composite
+    scored: list[_AnyEntry] = [*candidates, *others]
+    best = max((_relevance(e) for e in scored), default=0.0)
+    floor = request.relevance_floor * best
+    section = {name: i for i, name in enumerate(fmt.SECTION_ORDER)}
+
+    def key(entry: _AnyEntry) -> tuple[bool, float, float, int, str]:
+        score = entry.breakdown.composite if entry.breakdown is not None else 0.0
+        relevance = _relevance(entry)
+        if relevance >= floor:
+            return (False, -score, 0.0, section[entry.section], entry.id)
+        return (True, -relevance, -score, section[entry.section], entry.id)
+
+    return sorted(scored, key=key)
+
+
+def _relevance(entry: _AnyEntry) -> float:
+    return entry.breakdown.relevance if entry.breakdown is not None else 0.0
+
+
+def _by_share(
+    account: _Account, budget: int, memory_share: float, candidates: Sequence[_AnyEntry]
+) -> None:
+    """Rule 5: candidates, best first, within the memories' share."""
+    soul_used = account.section_used.get("soul", 0)
+    root = account.used - soul_used - account.section_used.get("memories", 0)
+    memory_cap = math.floor(memory_share * (budget - root - soul_used))
     for entry in candidates:
         cost = account.cost(entry)
         if account.section_used.get("memories", 0) + cost > memory_cap:
@@ -320,10 +409,9 @@ def _pack(
     dropped = 0
     reasons: Counter[str] = Counter()
     for e in considered:
-        ranked = e.ranked
         components: dict[str, float] | None = None
-        if ranked is not None:
-            b = ranked.breakdown
+        b = e.breakdown
+        if b is not None:
             components = {
                 "relevance": b.relevance,
                 "importance": b.importance,
@@ -338,9 +426,10 @@ def _pack(
         items.append(
             {
                 "id": e.id,
+                "ref": e.ref,
                 "section": e.kind,
                 "tier": e.tier,
-                "score": None if ranked is None else float(ranked.score),
+                "score": None if e.score is None else float(e.score),
                 "components": components,
                 "tokens": e.tokens,
                 "included": e.included,
@@ -353,6 +442,7 @@ def _pack(
         items.append(
             {
                 "id": m.id,
+                "ref": m.ref,
                 "section": "memory",
                 "tier": m.tier,
                 "score": None,
@@ -368,6 +458,7 @@ def _pack(
             request.query,
             request.now.isoformat(),
             request.strategy,
+            request.style,
             budget,
             hashlib.sha256(text.encode()).hexdigest(),
         ]
@@ -385,4 +476,5 @@ def _pack(
         "drop_reasons": dict(sorted(reasons.items())),
         "events": [{"type": event.type, "id": event.id} for event in events],
         "retrieval_mode": request.retrieval_mode,
+        "style": request.style,
     }

@@ -15,7 +15,7 @@ import tiktoken
 from pydantic import Field, TypeAdapter
 
 from memlane.models.schemas import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
-from memlane.pipeline.context_format import JsonDict
+from memlane.pipeline.context_format import JsonDict, Style
 from memlane.pipeline.scoring import HALF_LIFE_HOURS, Strategy, Weights
 
 ItemSection = Literal["soul", "memory", "episode", "procedure"]
@@ -40,10 +40,14 @@ class AssemblyInput:
 
     memories, soul_blocks, episodes and procedures are what the store read; the
     assembler filters them again (user, status, expiry, sensitivity) and never trusts
-    the read. `relevance` maps memory id → precomputed similarity to the query.
-    `procedure_ids`, when given, are the procedures that match the query (computed by
-    the caller, e.g. with stemmed keywords); otherwise a procedure matches when a
-    lower-cased query word of 3+ letters is one of its keywords or a word of its name.
+    the read. `relevance` maps an item's id (memory, episode or procedure) to its
+    precomputed relevance to the query in [0, 1] (pipeline.relevance). `procedure_ids`,
+    when given, are the procedures that match the query (computed by the caller, e.g.
+    with stemmed keywords); otherwise a procedure matches when a lower-cased query word
+    of 3+ letters is one of its keywords or a word of its name. `relevance_floor`: the
+    share of the best relevance from which items are ranked by their composite score;
+    those below it come after, by relevance (assembly rule 4). `style`: the format's
+    style (context_format).
     """
 
     user_id: str
@@ -63,6 +67,8 @@ class AssemblyInput:
     procedure_ids: frozenset[str] | None = None
     memory_share: float = 0.5
     include_sensitive: bool = False
+    relevance_floor: float = 0.8
+    style: Style = "default"
 
 
 class ScoreComponents(Frozen):
@@ -75,6 +81,7 @@ class ScoreComponents(Frozen):
 
 class PackItem(Frozen):
     id: str
+    ref: int | None = None  # the short id the context shows
     section: ItemSection
     tier: Tier | None = None
     score: float | None = None
@@ -102,6 +109,7 @@ class ContextPack(Frozen):
     drop_reasons: dict[str, int] = Field(default_factory=dict)
     events: list[PackEvent] = Field(default_factory=list)
     retrieval_mode: str
+    style: Style = "default"
 
 
 PackData = dict[str, Any]

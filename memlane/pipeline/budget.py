@@ -69,16 +69,24 @@ def derive_budget(
     return budget
 
 
-# Fewer tokens than any memory line costs: with a real id ("mem_" + 24 hex digits) the
-# tags and attributes alone (`<memory id="mem_…" tier="pinned" importance="0.50"
-# category="fact" created="2026-01-15"></memory>`) are about 48 tokens in o200k_base and
-# cl100k_base. A sizing rule, not a bound: the budget is still enforced line by line.
-MIN_MEMORY_LINE_TOKENS = 40
+# Fewer tokens than any memory line of a style costs: the markup alone with a short id
+# (`<m id="1" importance="low" date="1 May 2026">…</m>`), and a compact line with a
+# one-word content (`<m id="1">Ana.</m>`), in o200k_base and cl100k_base. A sizing
+# rule, not a bound: the budget is still enforced line by line.
+MIN_MEMORY_LINE_TOKENS: dict[str, int] = {"default": 18, "compact": 8}
 
 
-def strategy_top_k(budget_tokens: int, memory_share: float, configured: int) -> int:
+def strategy_top_k(
+    budget_tokens: int, memory_share: float, configured: int, style: str = "default"
+) -> int:
     """Memories to read per strategy order: `configured`, or more when the memories'
     share of the budget could hold more lines than that, so a big budget is not left
-    half empty for want of candidates (108,900 tokens × 0.5 → 1,362)."""
-    fits = math.ceil(budget_tokens * memory_share / MIN_MEMORY_LINE_TOKENS)
+    half empty for want of candidates (108,900 tokens × 0.5 → 3,025 default lines)."""
+    fits = math.ceil(budget_tokens * memory_share / MIN_MEMORY_LINE_TOKENS[style])
     return max(configured, fits)
+
+
+def shortlist_size(budget_tokens: int, style: str = "default") -> int:
+    """How many items of a ranked store the assembler walks: twice as many lines as the
+    budget could hold, at least 100 (pipeline.user_view)."""
+    return max(100, 2 * math.ceil(budget_tokens / MIN_MEMORY_LINE_TOKENS[style]))

@@ -12,8 +12,10 @@ Rules, in order:
    piece. A sighting re-read from messages that already evidenced the memory (same
    conversation as the memory's source, evidence_to_seq ≤ its evidence_seq) is no new
    evidence. A known memory with new evidence is bumped: access_count += increment,
-   accessed_at = now, importance and confidence raised to the max of all involved;
-   one with none is only noted as re-read (nothing changes).
+   confirmed_at = when the newest confirming message was said (`stated_at`, never
+   later than `now`; `now` only for a message whose time is unknown), importance and
+   confidence raised to the max of all involved; one with none is only noted as
+   re-read (nothing changes).
 3. The other extracted memories are grouped: each joins the first group whose first
    member it duplicates, else starts one. A group is one insert, with the highest
    importance and confidence of its members and access_count = its distinct evidence.
@@ -28,7 +30,7 @@ Every extracted memory ends up in exactly one insert, bump or re-read (`accounte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -118,7 +120,7 @@ class PlannedBump:
     increment: int  # ≥ 1; add to access_count in SQL, not to a value read earlier
     importance: float
     confidence: float
-    accessed_at: datetime
+    confirmed_at: datetime  # the store never moves a memory's confirmed_at backwards
     evidence_seq: int | None  # the value to store (unchanged for other conversations)
     sighting_indices: tuple[int, ...]
 
@@ -209,7 +211,11 @@ def _best_duplicate(
 
 
 def _bump_or_reread(
-    record: MemoryRecord, sightings: Sequence[Sighting], indices: list[int], now: datetime
+    record: MemoryRecord,
+    sightings: Sequence[Sighting],
+    indices: list[int],
+    now: datetime,
+    stated_at: Mapping[int, datetime],
 ) -> PlannedBump | PlannedReread:
     fresh = [sightings[i] for i in indices if not _is_reread(sightings[i], record)]
     increment = distinct_evidence(fresh)
@@ -226,7 +232,7 @@ def _bump_or_reread(
         increment=increment,
         importance=max(record.importance, *(m.importance for m in involved)),
         confidence=max(record.confidence, *(m.confidence for m in involved)),
-        accessed_at=now,
+        confirmed_at=max(min(now, stated_at.get(s.evidence_to_seq, now)) for s in fresh),
         evidence_seq=max(same_source) if same_source else None,
         sighting_indices=tuple(indices),
     )
@@ -261,10 +267,12 @@ def plan(
     known: Sequence[MemoryRecord],
     *,
     now: datetime,
+    stated_at: Mapping[int, datetime] | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     min_keywords: int = DEFAULT_MIN_KEYWORDS,
 ) -> DedupPlan:
     """Decide inserts, bumps, re-reads and supersessions (rules in the module docstring).
+    `stated_at` maps a message seq of the sightings' conversation to when it was said.
     Deterministic: the same sightings in the same order and the same known memories in
     any order give the same plan."""
     duplicate = partial(statements_duplicate, threshold=threshold, min_keywords=min_keywords)
@@ -313,7 +321,7 @@ def plan(
             supersedes.append(PlannedSupersede(record.id, max(rivals, key=recency.__getitem__)))
 
     confirmations = [
-        _bump_or_reread(active[position], extracted, confirming[position], now)
+        _bump_or_reread(active[position], extracted, confirming[position], now, stated_at or {})
         for position in sorted(confirming)
     ]
     return DedupPlan(

@@ -3,6 +3,12 @@
 composite = w_rel · relevance + w_imp · importance' + w_rec · recency + w_freq · frequency
 with the default weights 0.40 / 0.30 / 0.20 / 0.10.
 
+Recency and frequency come from what the user said: recency from `confirmed_at` (when
+the memory was last stated or confirmed, a message's time), frequency from
+`access_count` (its confirmations). Being shown in a context moves only `accessed_at`,
+which `recent` orders by and `scored` never reads: a ranking that fed on its own output
+would show the same memories whatever the query.
+
 Confidence: importance' = importance × (0.5 + 0.5 × confidence). An explicit statement
 (confidence 1.0) keeps its full importance; an inference (confidence 0.7) of equal
 importance counts 85% of it, so between two otherwise equal memories the one the user
@@ -23,6 +29,9 @@ Strategy = Literal["scored", "recent", "important", "balanced"]
 STRATEGIES: tuple[Strategy, ...] = ("scored", "recent", "important", "balanced")
 
 HALF_LIFE_HOURS = 168.0
+# What an episode or a procedure weighs in the composite's importance term: the middle
+# of the extraction guide's "useful" band; they carry no importance of their own.
+ITEM_IMPORTANCE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +63,11 @@ def _hours_between(earlier: datetime, later: datetime) -> float:
 
 
 def recency_score(
-    accessed_at: datetime, *, now: datetime, half_life_hours: float = HALF_LIFE_HOURS
+    confirmed_at: datetime, *, now: datetime, half_life_hours: float = HALF_LIFE_HOURS
 ) -> float:
-    """exp(−ln2 · hours_since_access / half_life): 1.0 now, 0.5 after one half-life."""
-    return math.exp(-math.log(2) * _hours_between(accessed_at, now) / half_life_hours)
+    """exp(−ln2 · hours since last stated or confirmed / half_life): 1.0 now, 0.5 after
+    one half-life."""
+    return math.exp(-math.log(2) * _hours_between(confirmed_at, now) / half_life_hours)
 
 
 def frequency_score(access_count: int) -> float:
@@ -122,10 +132,33 @@ def score_memory(
     """The composite score and its components. `relevance` comes in already computed
     (cosine, or the hybrid blend) so this stays independent of how vectors are stored;
     it is clipped to [0, 1] (NaN → 0) so one bad score cannot dominate or break the sort."""
+    return score_item(
+        relevance=relevance,
+        importance=effective_importance(memory.importance, memory.confidence),
+        stated_at=memory.confirmed_at,
+        confirmations=memory.access_count,
+        now=now,
+        weights=weights,
+        half_life_hours=half_life_hours,
+    )
+
+
+def score_item(
+    *,
+    relevance: float,
+    importance: float,
+    stated_at: datetime,
+    confirmations: int,
+    now: datetime,
+    weights: Weights = Weights(),
+    half_life_hours: float = HALF_LIFE_HOURS,
+) -> ScoreBreakdown:
+    """The composite of any item: `importance` already weighed by confidence for a
+    memory, the neutral ITEM_IMPORTANCE for an episode or a procedure; recency from
+    `stated_at`; frequency from `confirmations`."""
     relevance = unit_interval(relevance)
-    importance = effective_importance(memory.importance, memory.confidence)
-    recency = recency_score(memory.accessed_at, now=now, half_life_hours=half_life_hours)
-    frequency = frequency_score(memory.access_count)
+    recency = recency_score(stated_at, now=now, half_life_hours=half_life_hours)
+    frequency = frequency_score(confirmations)
     composite = (
         weights.relevance * relevance
         + weights.importance * importance

@@ -158,7 +158,9 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         # Embeddings are computed in one batch before the lock is taken, so a slow
         # embedding API never holds up the user's other writers.
         embedder = get_embedder(settings)
-        vectors = embedder.embed([s.memory.content for s in sightings]) if sightings else []
+        *vectors, episode_vector = embedder.embed(
+            [*(s.memory.content for s in sightings), extraction.episode.summary]
+        )
         now = utcnow()
         with unit_of_work(url) as session:
             memories.user_lock(session, user_id)
@@ -175,6 +177,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 sightings,
                 known,
                 now=now,
+                stated_at=stated_at,
                 threshold=settings.dedup_threshold,
                 min_keywords=settings.dedup_min_keywords,
             )
@@ -203,7 +206,9 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 conversation_id=conversation_id,
                 job_id=job_id,
                 episode=extraction.episode,
-                created_at=now,
+                created_at=min(now, stated_at.get(window_end, now)),
+                embedding=episode_vector,
+                embedding_model=embedder.name,
             )
             jobs.done(session, job, now=now)
     except TransientLLMError as exc:  # the embedding API

@@ -290,7 +290,7 @@ def test_transcript_to_jobs_to_context_to_pack(client: TestClient, lane: Memlane
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"context", "json", "pack"}
-    assert '<memory id="mem_' in body["context"]
+    assert '<m id="' in body["context"]
     assert "TypeScript" in body["context"]
     pack = body["pack"]
     assert 0 < pack["used_tokens"] <= 2000 == pack["budget_tokens"]
@@ -314,12 +314,18 @@ def test_transcript_to_jobs_to_context_to_pack(client: TestClient, lane: Memlane
 # --------------------------------------------------------------------------- memories
 
 
-def memory_ids_in_context(client: TestClient, user_id: str) -> str:
+def context_of(client: TestClient, user_id: str) -> dict[str, Any]:
     response = client.post(
         "/v1/context", json={"user_id": user_id, "strategy": "important", "budget_tokens": 3000}
     )
     assert response.status_code == 200
-    return str(response.json()["context"])
+    return dict(response.json())
+
+
+def memory_ids_in_context(client: TestClient, user_id: str) -> list[str]:
+    """The full ids of the memories a context includes, read through its pack."""
+    pack = context_of(client, user_id)["pack"]
+    return [i["id"] for i in pack["items"] if i["section"] == "memory" and i["included"]]
 
 
 def test_memories_add_list_pin_quarantine_restore_delete(client: TestClient) -> None:
@@ -339,7 +345,10 @@ def test_memories_add_list_pin_quarantine_restore_delete(client: TestClient) -> 
 
     pinned = client.patch(f"{base}/{mid}", json={"tier": "pinned"}).json()
     assert pinned["tier"] == "pinned"
-    assert f'<memory id="{mid}" tier="pinned"' in memory_ids_in_context(client, "u1")
+    assert memory_ids_in_context(client, "u1") == [mid]
+    # the context shows the memory's short id, which the API takes in place of the full one
+    assert f'<m id="{pinned["ref"]}"' in context_of(client, "u1")["context"]
+    assert client.get(f"{base}/{pinned['ref']}").json()["id"] == mid
 
     quarantined = client.patch(f"{base}/{mid}", json={"status": "quarantined"}).json()
     assert (quarantined["status"], quarantined["tier"]) == ("quarantined", "pinned")
@@ -392,7 +401,7 @@ def test_soul_blocks_and_procedures(client: TestClient) -> None:
         "release checklist"
     ]
     assert client.get("/v1/users/u2/procedures").json() == []
-    assert "A calm, careful engineer." in memory_ids_in_context(client, "u1")
+    assert "A calm, careful engineer." in context_of(client, "u1")["context"]
 
 
 # --------------------------------------------------------------------------- jobs

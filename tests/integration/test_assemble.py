@@ -14,9 +14,11 @@ from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.tokens import count_tokens, encoding_for_model
 
 
-@pytest.fixture
-def lane(db_url: str):
-    with Memlane(load_settings(database_url=db_url)) as running:
+@pytest.fixture(params=["working-set", "store-read"])
+def lane(db_url: str, request: pytest.FixtureRequest):
+    """Both read paths: the per-process working set and the store read it falls back to."""
+    working_set_mb = 64 if request.param == "working-set" else 0
+    with Memlane(load_settings(database_url=db_url, working_set_mb=working_set_mb)) as running:
         yield running
 
 
@@ -45,13 +47,15 @@ def test_only_the_users_visible_memories_reach_the_context(lane: Memlane, now: d
         "maya", "which language does the user prefer?", budget_tokens=2000, now=now
     )
     root = ET.fromstring(result.text)
-    included = {m.get("id") for m in root.iter("memory")}
-    assert included == {ids["ts"], ids["lisbon"]}
+    assert set(result.included_memory_ids) == {ids["ts"], ids["lisbon"]}
+    refs = {lane.get_memory("maya", ids[key]).ref for key in ("ts", "lisbon")}
+    assert {int(m.get("id", "")) for m in root.iter("m")} == refs
     for hidden in ("other", "expired", "sensitive", "quarantined", "forgotten", "old"):
-        assert ids[hidden] not in result.text
-    assert "Daniel" not in result.text and "4321" not in result.text
+        assert ids[hidden] not in result.included_memory_ids
+    for word in ("Daniel", "4321", "Crete", "quarantined", "forgotten", "Java"):
+        assert word not in result.text
     asked = lane.assemble("maya", "pin", budget_tokens=2000, now=now, include_sensitive=True)
-    assert ids["sensitive"] in asked.text
+    assert ids["sensitive"] in asked.included_memory_ids and "4321" in asked.text
 
 
 def test_the_same_store_and_now_give_the_same_bytes_within_budget(

@@ -317,6 +317,31 @@ def test_batch_writes_one_json_line_per_query_and_exits_1_if_one_failed(
     assert "Prefers Postgres" in rows[2]["context"]
 
 
+def test_batch_lines_carry_their_ids_back_and_may_ask_for_the_compact_style(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    add_memory(sqlite_url, "u1", "Prefers Postgres for every new service.")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        '{"question_id": "conv-1-q7", "user_id": "u1", "query": "database?", "budget": 300}\n'
+        '{"id": 42, "user_id": "u1", "query": "database?", "style": "compact"}\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "results.jsonl"
+
+    result = cli(sqlite_url, "assemble", "--batch", str(queries), "--out", str(out))
+
+    assert result.exit_code == 0, result.stderr
+    first, second = [json.loads(line) for line in out.read_text().splitlines()]
+    assert (first["question_id"], "id" in first) == ("conv-1-q7", False)
+    assert (second["id"], "question_id" in second) == (42, False)
+    assert 'importance="' in first["context"]
+    assert '<m id="1">Prefers Postgres' in second["context"]
+    assert second["pack"]["style"] == "compact"
+    single = cli(sqlite_url, "assemble", "--user", "u1", "--query", "db", "--style", "compact")
+    assert '<m id="1">Prefers Postgres for every new service.</m>' in single.stdout
+
+
 def test_a_bad_batch_line_exits_2_before_anything_is_written(
     sqlite_url: str, tmp_path: Path
 ) -> None:
@@ -389,8 +414,11 @@ def test_verify_and_quarantine_decide_what_reaches_the_context(sqlite_url: str) 
 
     assert verified.stdout == f"{kept}: tier verified, status active\n"
     assert quarantined.stdout == f"{hidden}: tier candidate, status quarantined\n"
-    assert f'<memory id="{kept}" tier="verified"' in xml
+    assert "Prefers Postgres" in xml
     assert "Obsidian" not in xml
+    # the context shows the short id, which the CLI takes in place of the full one
+    shown = cli(sqlite_url, "memories", "show", "--user", "u1", "--json", "1")
+    assert json.loads(shown.stdout)["id"] == kept and '<m id="1"' in xml
 
 
 def test_a_memory_out_of_range_exits_2_naming_the_field(sqlite_url: str) -> None:

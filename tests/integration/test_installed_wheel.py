@@ -37,7 +37,9 @@ def _run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
-    tracked = _run("git", "ls-files", cwd=ROOT).split()
+    tracked = _run(
+        "git", "ls-files", "--cached", "--others", "--exclude-standard", cwd=ROOT
+    ).split()
     for name in tracked:
         target = source / name
         target.parent.mkdir(parents=True, exist_ok=True)

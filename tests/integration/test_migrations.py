@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
 
 from sqlalchemy import inspect, text
 
 from memlane.models import migrate
-from memlane.models.db import get_engine
+from memlane.models.db import get_engine, unit_of_work
+from memlane.models.schemas import MemoryCreate
+from memlane.models.store import context_items, memories
 from memlane.models.tables import Base
 from tests.integration.conftest import PG_ADMIN_URL
 
@@ -124,13 +127,16 @@ def _toasted_after_a_long_memory(url: str) -> int:
     vector = "[" + ",".join(str(0.001 * (i + 1)) for i in range(384)) + "]"
     content = " ".join(sha256(bytes([i])).hexdigest() for i in range(16))
     with get_engine(url).begin() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("memories")}
+        later = ", confirmed_at, ref" if "ref" in columns else ""  # migration 0005
+        values = ", :t, 999999" if later else ""  # a ref no other memory has
         conn.execute(
             text(
                 "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
                 " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
-                " embedding)"
+                f" embedding{later})"
                 " VALUES ('mem_long', 'u1', :content, 'fact', 0.8, 1.0,"
-                " 'candidate', 'active', false, '[]', 1, :t, :t, CAST(:v AS vector))"
+                f" 'candidate', 'active', false, '[]', 1, :t, :t, CAST(:v AS vector){values})"
             ),
             {"content": content, "t": "2026-03-01 12:00:00+00:00", "v": vector},
         )
@@ -184,6 +190,118 @@ def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -
         assert _contents(url) == ["User moved to Lisbon in March"]
         migrate.upgrade(url)
         assert migrate.is_up_to_date(url)
+    finally:
+        get_engine(url).dispose()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+
+
+def _rows_before_0005(url: str) -> None:
+    """A user's store as 0004 left it: a memory evidenced by message 3 of its conversation
+    but whose accessed_at an assembly moved later, a hand-made memory, an episode dated
+    when its store stage ran, and a procedure; another user's memory."""
+    said = {seq: f"2026-01-0{seq + 1} 10:00:00+00:00" for seq in range(5)}
+    stored = "2026-02-01 09:00:00+00:00"
+    with get_engine(url).begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO conversations (id, user_id, message_count, assistant_count,"
+                " extracted_to_seq, final, created_at, last_message_at)"
+                " VALUES ('c1', 'u1', 5, 2, 4, false, :t, :t)"
+            ),
+            {"t": said[0]},
+        )
+        for seq, at in said.items():
+            conn.execute(
+                text(
+                    "INSERT INTO messages (conversation_id, seq, role, content, content_sha256,"
+                    " created_at) VALUES ('c1', :seq, 'user', 'hi', 'x', :at)"
+                ),
+                {"seq": seq, "at": at},
+            )
+        conn.execute(
+            text(
+                "INSERT INTO jobs (id, user_id, conversation_id, status, stage,"
+                " window_start_seq, window_end_seq, new_from_seq, attempts, created_at,"
+                " updated_at) VALUES ('job_1', 'u1', 'c1', 'done', 'store', 0, 4, 0, 1, :t, :t)"
+            ),
+            {"t": stored},
+        )
+        memory = (
+            "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
+            " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
+            " source_conversation_id, evidence_seq) VALUES (:id, :user, 'x', 'fact', 0.5,"
+            " 1.0, 'candidate', 'active', false, '[]', 2, :created, :accessed, :c, :seq)"
+        )
+        for values in [
+            ("mem_b", "u1", said[1], stored, "c1", 3),  # evidenced by message 3
+            ("mem_a", "u1", said[2], said[2], None, None),  # added by hand
+            ("mem_z", "u2", said[0], said[0], None, None),
+        ]:
+            keys = ("id", "user", "created", "accessed", "c", "seq")
+            conn.execute(text(memory), dict(zip(keys, values, strict=True)))
+        conn.execute(
+            text(
+                "INSERT INTO episodes (id, user_id, conversation_id, job_id, summary, topics,"
+                " created_at) VALUES ('ep_1', 'u1', 'c1', 'job_1', 's', '[]', :t)"
+            ),
+            {"t": stored},
+        )
+        conn.execute(
+            text(
+                "INSERT INTO procedures (id, user_id, name, content, keywords, created_at)"
+                " VALUES ('proc_1', 'u1', 'deploy', 'steps', '[]', :t)"
+            ),
+            {"t": said[0]},
+        )
+
+
+def _check_0005(url: str) -> None:
+    migrate.upgrade(url, "0004")
+    _rows_before_0005(url)
+    migrate.upgrade(url)
+    with unit_of_work(url) as session:
+        b = memories.get(session, "u1", "mem_b")
+        a = memories.get(session, "u1", "mem_a")
+        # confirmed when message 3 was said, not when an assembly showed it
+        assert b.confirmed_at == datetime(2026, 1, 4, 10, tzinfo=UTC)
+        assert b.accessed_at == datetime(2026, 2, 1, 9, tzinfo=UTC)  # unchanged
+        assert a.confirmed_at == a.created_at
+        [episode] = context_items.recent_episodes(session, "u1")
+        assert episode.created_at == datetime(2026, 1, 5, 10, tzinfo=UTC)  # message 4's time
+        [procedure] = context_items.procedures(session, "u1")
+        # one numbering per user, by creation: procedure, mem_b, mem_a, the episode
+        assert (procedure.ref, b.ref, a.ref, episode.ref) == (1, 2, 3, 4)
+        assert memories.get(session, "u2", "mem_z").ref == 1
+        # new items continue the numbering
+        added = memories.add(
+            session,
+            user_id="u1",
+            memory=MemoryCreate(content="new"),
+            keywords=frozenset(),
+            embedding=None,
+            embedding_model=None,
+            now=datetime(2026, 3, 1, tzinfo=UTC),
+        )
+        assert added.ref == 5
+    migrate.downgrade(url, "0004")
+    migrate.upgrade(url)
+
+
+def test_0005_dates_by_messages_and_numbers_items_on_sqlite(tmp_path: Path) -> None:
+    _check_0005(f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_0005_dates_by_messages_and_numbers_items_on_postgres(pg_url: str) -> None:
+    import psycopg
+
+    scratch = "memlane_migration_0005_test"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{scratch}"')
+    url = pg_url.rsplit("/", 1)[0] + "/" + scratch
+    try:
+        _check_0005(url)
     finally:
         get_engine(url).dispose()
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:

@@ -32,7 +32,7 @@ from tests.unit.assembly_helpers import (
 
 def ids_in_text(text: str) -> list[str]:
     root = ET.fromstring(text)
-    return [item.get("id", "") for item in root.iter("memory")]
+    return [item.get("id", "") for item in root.iter("m")]
 
 
 # --------------------------------------------------------------------------- tiers

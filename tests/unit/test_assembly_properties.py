@@ -105,8 +105,8 @@ def test_invariants_for_any_store_and_budget(store: dict[str, object]) -> None:
     # only the asking user's usable memories; all the pinned ones, first
     assert set(result.included_memory_ids) <= set(eligible)
     assert result.included_memory_ids[: len(pinned)] == [m.id for m in pinned]
-    assert [e.get("id") for e in root.iter("memory")] == result.included_memory_ids
-    assert [s.get("kind") for s in root.iter("soul")] == [b.kind for b in soul]
+    assert [e.get("id") for e in root.iter("m")] == result.included_memory_ids
+    assert [s.get("kind") for s in root.iter("block")] == [b.kind for b in soul]
     pack_ids = {item.id for item in result.pack.items}
     foreign = {m.id for m in built.memories if m.user_id != "u1"}
     assert not pack_ids & foreign

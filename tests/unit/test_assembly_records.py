@@ -26,7 +26,9 @@ def test_a_record_is_what_model_construct_and_validation_give() -> None:
         expires_at=NOW,
         access_count=4,
         created_at=NOW,
+        confirmed_at=NOW,
         accessed_at=NOW,
+        ref=7,
     )
     row = (*values.values(), "hashing-256", 256, 0.5, None)
     at = {name: i for i, name in enumerate(COLUMNS)}

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from memlane.pipeline.budget import (
@@ -8,7 +10,7 @@ from memlane.pipeline.budget import (
     strategy_top_k,
     validate_budget,
 )
-from memlane.pipeline.context_format import memory_line
+from memlane.pipeline.context_format import Style, memory_line
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.tokens import get_encoding
 from tests.unit.assembly_helpers import mem
@@ -118,20 +120,24 @@ def test_validate_budget() -> None:
 
 
 def test_strategy_top_k_is_the_setting_for_a_small_budget() -> None:
-    assert strategy_top_k(4000, 0.5, 50) == 50
     assert strategy_top_k(1000, 0.5, 50) == 50
+    assert strategy_top_k(400, 0.5, 50, "compact") == 50
 
 
 def test_strategy_top_k_grows_so_a_big_budget_can_be_filled() -> None:
     # the derived default budget (128k window) holds far more than 50 short memories
-    assert strategy_top_k(108_900, 0.5, 50) == 1362
-    assert strategy_top_k(108_900, 1.0, 50) == 2723
+    assert strategy_top_k(108_900, 0.5, 50) == 3025
+    assert strategy_top_k(108_900, 1.0, 50) == 6050
+    assert strategy_top_k(108_900, 0.5, 50, "compact") == 6807
 
 
-def test_the_line_floor_is_below_every_real_memory_line() -> None:
+@pytest.mark.parametrize("style", ["default", "compact"])
+def test_the_line_floor_is_below_every_real_memory_line(style: Style) -> None:
     """If a memory line could cost less than the floor, a big budget could be left with
     fewer candidates than would fit; check the shortest plausible one."""
-    # ids are "mem_" + 24 hex digits (models/store/memories.py)
-    line = memory_line(mem("mem_0123456789abcdef01234567", content="Ana.", tier="pinned"))
+    # a one-digit short id (models/store/refs.py), one word, the shortest date
+    record = mem("mem_0123456789abcdef01234567", content="Ana.", ref=1, importance=0.1)
+    record = record.model_copy(update={"created_at": datetime(2026, 5, 1, tzinfo=UTC)})
+    line = memory_line(record, style)
     for name in ("o200k_base", "cl100k_base"):
-        assert len(get_encoding(name).encode_ordinary(line)) >= MIN_MEMORY_LINE_TOKENS
+        assert len(get_encoding(name).encode_ordinary(line)) >= MIN_MEMORY_LINE_TOKENS[style]

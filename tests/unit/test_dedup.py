@@ -124,7 +124,7 @@ class FakeStore:
             self.memories[bump.memory_id] = old.model_copy(
                 update={
                     "access_count": old.access_count + bump.increment,
-                    "accessed_at": bump.accessed_at,
+                    "confirmed_at": bump.confirmed_at,
                     "importance": bump.importance,
                     "confidence": bump.confidence,
                     "evidence_seq": bump.evidence_seq,
@@ -366,10 +366,12 @@ def test_thirty_sightings_with_distinct_evidence_in_one_batch_are_one_memory() -
 
 def test_a_duplicate_of_a_known_memory_bumps_it() -> None:
     known = record("mem_1", "User prefers TypeScript", conversation="c0", evidence_seq=9)
+    said = NOW - timedelta(days=3)
     result = plan(
         [sighting("The user prefers TypeScript", seq=3, importance=0.9, confidence=0.7)],
         [known],
         now=NOW,
+        stated_at={3: said, 4: NOW},
     )
     assert result.inserts == ()
     assert result.bumps == (
@@ -378,11 +380,21 @@ def test_a_duplicate_of_a_known_memory_bumps_it() -> None:
             increment=1,
             importance=0.9,  # max(0.5, 0.9)
             confidence=0.7,  # max(0.7, 0.7)
-            accessed_at=NOW,
+            confirmed_at=said,  # when the confirming message was said, not processing time
             evidence_seq=9,  # evidence from c1 says nothing about seqs of c0
             sighting_indices=(0,),
         ),
     )
+
+
+def test_a_confirmation_is_dated_by_its_newest_message_and_never_after_now() -> None:
+    known = record("mem_1", "User prefers TypeScript", conversation="c0", evidence_seq=9)
+    both = [sighting("User prefers TypeScript", seq=s) for s in (3, 6)]
+    said = {3: NOW - timedelta(days=3), 6: NOW - timedelta(days=1)}
+    (bump,) = plan(both, [known], now=NOW, stated_at=said).bumps
+    assert bump.confirmed_at == said[6]
+    (future,) = plan(both, [known], now=NOW, stated_at={6: NOW + timedelta(days=1)}).bumps
+    assert future.confirmed_at == NOW
 
 
 def test_a_bump_never_lowers_importance_or_confidence() -> None:
@@ -700,7 +712,8 @@ def test_the_plan_accounts_for_every_sighting_and_is_consistent(
     active_ids = {k.id for k in known if k.status == "active"}
     touched = [b.memory_id for b in result.bumps] + [r.memory_id for r in result.rereads]
     assert len(touched) == len(set(touched)) and set(touched) <= active_ids
-    assert all(b.increment >= 1 and b.accessed_at == NOW for b in result.bumps)
+    # no message times given: a confirmation is dated `now`
+    assert all(b.increment >= 1 and b.confirmed_at == NOW for b in result.bumps)
     assert all(1 <= i.access_count <= len(i.sighting_indices) for i in result.inserts)
     superseded = [s.memory_id for s in result.supersedes]
     assert len(superseded) == len(set(superseded)) and set(superseded) <= active_ids

@@ -39,6 +39,7 @@ def memory(
     confidence: float = 1.0,
     access_count: int = 1,
     created: float = 0.0,
+    confirmed: float | None = None,
     accessed: float = 0.0,
 ) -> MemoryRecord:
     return MemoryRecord(
@@ -50,6 +51,7 @@ def memory(
         confidence=confidence,
         access_count=access_count,
         created_at=hours_ago(created),
+        confirmed_at=hours_ago(created if confirmed is None else confirmed),
         accessed_at=hours_ago(accessed),
     )
 
@@ -111,9 +113,9 @@ def test_cosine(a: list[float], b: list[float], expected: float) -> None:
 
 
 def test_composite_with_default_weights() -> None:
-    # relevance 0.5, importance 0.8 said by the user, accessed a week ago, seen 9 times:
-    # 0.40·0.5 + 0.30·0.8 + 0.20·0.5 + 0.10·0.5 = 0.20 + 0.24 + 0.10 + 0.05 = 0.59
-    said = memory(importance=0.8, confidence=1.0, accessed=168, access_count=9)
+    # relevance 0.5, importance 0.8 said by the user, last confirmed a week ago, seen 9
+    # times: 0.40·0.5 + 0.30·0.8 + 0.20·0.5 + 0.10·0.5 = 0.20 + 0.24 + 0.10 + 0.05 = 0.59
+    said = memory(importance=0.8, confidence=1.0, created=300, confirmed=168, access_count=9)
     breakdown = score_memory(said, relevance=0.5, now=NOW)
     assert breakdown.relevance == 0.5
     assert breakdown.importance == pytest.approx(0.8)
@@ -126,11 +128,34 @@ def test_composite_with_default_weights() -> None:
 
 
 def test_composite_weights_are_configurable() -> None:
-    item = memory(importance=0.8, accessed=168, access_count=9)
+    item = memory(importance=0.8, created=168, access_count=9)
     only_relevance = score_memory(item, relevance=0.3, now=NOW, weights=Weights(1, 0, 0, 0))
     assert only_relevance.composite == pytest.approx(0.3)
     only_recency = score_memory(item, relevance=0.3, now=NOW, weights=Weights(0, 0, 1, 0))
     assert only_recency.composite == pytest.approx(0.5)
+
+
+def test_being_shown_in_a_context_never_raises_a_memory_in_scored() -> None:
+    # the feedback loop the design forbids: a memory shown a minute ago, stated a month
+    # ago, against one stated a day ago and never shown
+    shown = memory("mem_shown", created=720, accessed=0.02)
+    said = memory("mem_said", created=24, accessed=24)
+    assert score_memory(shown, relevance=0.5, now=NOW).recency == pytest.approx(
+        recency_score(hours_ago(720), now=NOW)
+    )
+    ranked = rank([shown, said], strategy="scored", now=NOW, relevance={})
+    assert [r.memory.id for r in ranked] == ["mem_said", "mem_shown"]
+    # while `recent`, HTM's access order, puts the one just shown first
+    recent = rank([shown, said], strategy="recent", now=NOW)
+    assert [r.memory.id for r in recent] == ["mem_shown", "mem_said"]
+
+
+def test_a_confirmation_moves_recency_but_not_the_balanced_age() -> None:
+    confirmed = memory("mem_c", created=720, confirmed=1)
+    assert score_memory(confirmed, relevance=0, now=NOW).recency == pytest.approx(
+        recency_score(hours_ago(1), now=NOW)
+    )
+    assert balanced_score(0.8, confirmed.created_at, now=NOW) == pytest.approx(0.8 / 721)
 
 
 @pytest.mark.parametrize(("relevance", "used"), [(1.5, 1.0), (-0.2, 0.0), (math.nan, 0.0)])

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Integer,
     String,
     Text,
     bindparam,
@@ -33,6 +34,7 @@ from memlane.models.schemas import (
     SoulBlock,
     SoulKind,
 )
+from memlane.models.store import changes, refs
 from memlane.models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
 from memlane.pipeline.errors import NotFoundError
 
@@ -52,9 +54,15 @@ def save_episode(
     job_id: str,
     episode: ExtractedEpisode,
     created_at: datetime,
+    embedding: Sequence[float] | None = None,
+    embedding_model: str | None = None,
 ) -> str:
-    """One episode per job (unique job_id), so a repeated store stage adds none."""
+    """One episode per job (unique job_id), so a repeated store stage adds none.
+    `created_at`: when the last message it summarises was said."""
     episode_id = "ep_" + uuid.uuid5(uuid.NAMESPACE_URL, f"memlane:episode:{job_id}").hex[:24]
+    if session.get(EpisodeRow, episode_id) is not None:
+        return episode_id
+    vector = list(embedding) if embedding is not None else None
     session.execute(
         _insert(session)(EpisodeRow)
         .values(
@@ -66,10 +74,29 @@ def save_episode(
             topics=list(episode.topics),
             outcome=episode.outcome,
             created_at=created_at,
+            ref=refs.allocate(session, user_id),
+            change_seq=changes.stamp(session, user_id),
+            embedding=vector,
+            embedding_model=embedding_model if vector is not None else None,
+            embedding_dim=len(vector) if vector is not None else None,
         )
         .on_conflict_do_nothing()
     )
     return episode_id
+
+
+def episode_record(row: EpisodeRow, *, with_embedding: bool = True) -> EpisodeRecord:
+    return EpisodeRecord(
+        id=row.id,
+        user_id=row.user_id,
+        conversation_id=row.conversation_id,
+        summary=row.summary,
+        topics=list(row.topics or []),
+        outcome=row.outcome,
+        created_at=row.created_at,
+        ref=row.ref,
+        embedding=tuple(row.embedding) if with_embedding and row.embedding is not None else None,
+    )
 
 
 def recent_episodes(session: Session, user_id: str, *, limit: int = 20) -> list[EpisodeRecord]:
@@ -79,18 +106,7 @@ def recent_episodes(session: Session, user_id: str, *, limit: int = 20) -> list[
         .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
         .limit(limit)
     )
-    return [
-        EpisodeRecord(
-            id=row.id,
-            user_id=row.user_id,
-            conversation_id=row.conversation_id,
-            summary=row.summary,
-            topics=list(row.topics or []),
-            outcome=row.outcome,
-            created_at=row.created_at,
-        )
-        for row in rows
-    ]
+    return [episode_record(row, with_embedding=False) for row in rows]
 
 
 # --------------------------------------------------------------------------- soul blocks
@@ -99,13 +115,14 @@ def recent_episodes(session: Session, user_id: str, *, limit: int = 20) -> list[
 def set_soul_block(
     session: Session, *, user_id: str, kind: SoulKind, content: str, now: datetime
 ) -> SoulBlock:
+    number = changes.stamp(session, user_id)
     statement = _insert(session)(SoulBlockRow).values(
-        user_id=user_id, kind=kind, content=content, updated_at=now
+        user_id=user_id, kind=kind, content=content, updated_at=now, change_seq=number
     )
     session.execute(
         statement.on_conflict_do_update(
             index_elements=["user_id", "kind"],
-            set_={"content": content, "updated_at": now},
+            set_={"content": content, "updated_at": now, "change_seq": number},
         )
     )
     return SoulBlock(user_id=user_id, kind=kind, content=content, updated_at=now)
@@ -115,6 +132,7 @@ def delete_soul_block(session: Session, *, user_id: str, kind: SoulKind) -> None
     session.execute(
         delete(SoulBlockRow).where(SoulBlockRow.user_id == user_id, SoulBlockRow.kind == kind)
     )
+    changes.removed(session, user_id, f"soul:{kind}")
 
 
 def soul_blocks(session: Session, user_id: str) -> list[SoulBlock]:
@@ -147,6 +165,8 @@ def add_procedure(
             content=content,
             keywords=words,
             created_at=now,
+            ref=(ref := refs.allocate(session, user_id)),
+            change_seq=changes.stamp(session, user_id),
         )
     )
     session.flush()
@@ -157,6 +177,19 @@ def add_procedure(
         content=content,
         keywords=frozenset(words),
         created_at=now,
+        ref=ref,
+    )
+
+
+def procedure_record(row: ProcedureRow) -> Procedure:
+    return Procedure(
+        id=row.id,
+        user_id=row.user_id,
+        name=row.name,
+        content=row.content,
+        keywords=frozenset(row.keywords or ()),
+        created_at=row.created_at,
+        ref=row.ref,
     )
 
 
@@ -164,17 +197,7 @@ def procedures(session: Session, user_id: str) -> list[Procedure]:
     rows = session.scalars(
         select(ProcedureRow).where(ProcedureRow.user_id == user_id).order_by(ProcedureRow.id)
     )
-    return [
-        Procedure(
-            id=r.id,
-            user_id=r.user_id,
-            name=r.name,
-            content=r.content,
-            keywords=frozenset(r.keywords or ()),
-            created_at=r.created_at,
-        )
-        for r in rows
-    ]
+    return [procedure_record(row) for row in rows]
 
 
 def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> None:
@@ -183,6 +206,7 @@ def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> No
     )
     if not result.rowcount:  # type: ignore[attr-defined]
         raise NotFoundError(f"user {user_id!r} has no procedure {procedure_id!r}")
+    changes.removed(session, user_id, procedure_id)
 
 
 # --------------------------------------------------------------------------- all three
@@ -206,7 +230,7 @@ def context_items(session: Session, user_id: str, *, episode_limit: int = 10) ->
 @lru_cache(maxsize=16)
 def items_statement(episode_limit: int) -> Any:
     """The read of `context_items` (parameter `user_id`): one UNION ALL whose rows share
-    one shape, (part, id, user_id, t1, t2, t3, words, at)."""
+    one shape, (part, id, user_id, t1, t2, t3, words, at, ref)."""
     text_null: Any = cast(null(), Text)
     user_id = bindparam("user_id", type_=String)
     souls = select(
@@ -218,6 +242,7 @@ def items_statement(episode_limit: int) -> Any:
         text_null.label("t3"),
         cast(null(), JSON).label("words"),
         SoulBlockRow.updated_at.label("at"),
+        cast(null(), Integer).label("ref"),
     ).where(SoulBlockRow.user_id == user_id)
     episodes = (
         select(
@@ -229,6 +254,7 @@ def items_statement(episode_limit: int) -> Any:
             EpisodeRow.conversation_id,
             EpisodeRow.topics,
             EpisodeRow.created_at,
+            EpisodeRow.ref,
         )
         .where(EpisodeRow.user_id == user_id)
         .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
@@ -247,6 +273,7 @@ def items_statement(episode_limit: int) -> Any:
         text_null,
         ProcedureRow.keywords,
         ProcedureRow.created_at,
+        ProcedureRow.ref,
     ).where(ProcedureRow.user_id == user_id)
     return union_all(souls, episodes, procedures)
 
@@ -255,7 +282,7 @@ def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
     """`context_items` from the rows of `items_statement`, in the order the assembler
     reads them."""
     found = ContextItems([], [], [])
-    for part, item_id, owner, t1, t2, t3, words, at in rows:
+    for part, item_id, owner, t1, t2, t3, words, at, ref in rows:
         if part == "soul":
             found.soul_blocks.append(
                 SoulBlock(user_id=owner, kind=item_id, content=t1, updated_at=at)
@@ -270,6 +297,7 @@ def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
                     topics=list(words or []),
                     outcome=t2,
                     created_at=at,
+                    ref=ref,
                 )
             )
         else:
@@ -281,6 +309,7 @@ def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
                     content=t2,
                     keywords=frozenset(words or ()),
                     created_at=at,
+                    ref=ref,
                 )
             )
     found.soul_blocks.sort(key=lambda b: SOUL_KINDS.index(b.kind))

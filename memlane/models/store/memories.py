@@ -8,10 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import case, delete, func, select, text, update
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import MemoryCreate, MemoryPublic, MemoryRecord, MemoryStatus, Tier
+from memlane.models.store import changes, refs
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.errors import NotFoundError
 from memlane.pipeline.similarity import min_shared_keywords
@@ -47,7 +48,9 @@ def to_record(row: MemoryRow, *, with_embedding: bool = False) -> MemoryRecord:
         keywords=frozenset(row.keywords or ()),
         access_count=row.access_count,
         created_at=row.created_at,
+        confirmed_at=row.confirmed_at,
         accessed_at=row.accessed_at,
+        ref=row.ref,
         embedding=tuple(row.embedding) if with_embedding and row.embedding is not None else None,
         source_conversation_id=row.source_conversation_id,
         source_job_id=row.source_job_id,
@@ -69,7 +72,9 @@ def to_public(row: MemoryRow) -> MemoryPublic:
         expires_at=row.expires_at,
         access_count=row.access_count,
         created_at=row.created_at,
+        confirmed_at=row.confirmed_at,
         accessed_at=row.accessed_at,
+        ref=row.ref,
         source_conversation_id=row.source_conversation_id,
         source_job_id=row.source_job_id,
     )
@@ -159,7 +164,10 @@ def add(
         embedding_dim=len(embedding) if embedding is not None else None,
         access_count=1,
         created_at=now,
+        confirmed_at=now,
         accessed_at=now,
+        ref=refs.allocate(session, user_id),
+        change_seq=changes.stamp(session, user_id),
     )
     session.add(row)
     session.flush()
@@ -168,7 +176,14 @@ def add(
 
 
 def get(session: Session, user_id: str, memory_id: str) -> MemoryRow:
-    row = session.get(MemoryRow, memory_id)
+    """The user's memory by its id or its short id (`ref`, as contexts show it)."""
+    ref = refs.parse(memory_id)
+    if ref is not None:
+        row = session.scalars(
+            select(MemoryRow).where(MemoryRow.user_id == user_id, MemoryRow.ref == ref)
+        ).first()
+    else:
+        row = session.get(MemoryRow, memory_id)
     if row is None or row.user_id != user_id:
         raise NotFoundError(f"user {user_id!r} has no memory {memory_id!r}")
     return row
@@ -208,6 +223,7 @@ def count_for_user(session: Session, user_id: str, *, status: MemoryStatus = "ac
 def set_tier(session: Session, user_id: str, memory_id: str, tier: Tier) -> MemoryPublic:
     row = get(session, user_id, memory_id)
     row.tier = tier
+    row.change_seq = changes.stamp(session, user_id)
     return to_public(row)
 
 
@@ -216,17 +232,20 @@ def set_status(
 ) -> MemoryPublic:
     row = get(session, user_id, memory_id)
     row.status = status
+    row.change_seq = changes.stamp(session, user_id)
     return to_public(row)
 
 
 def set_sensitive(session: Session, user_id: str, memory_id: str, sensitive: bool) -> MemoryPublic:
     row = get(session, user_id, memory_id)
     row.sensitive = sensitive
+    row.change_seq = changes.stamp(session, user_id)
     return to_public(row)
 
 
 def record_access(session: Session, memory_ids: Sequence[str], *, now: datetime) -> int:
-    """Move accessed_at of memories that went into a context (never backwards)."""
+    """Move accessed_at of memories that went into a context (never backwards): the
+    `recent` strategy's order and diagnostics. `scored` never reads it."""
     if not memory_ids:
         return 0
     result = session.execute(
@@ -255,7 +274,9 @@ def apply_plan(
     Returns the ids of inserted memories, in plan order."""
     said = stated_at or {}
     inserted: list[str] = []
-    for planned in plan.inserts:
+    first_ref = refs.allocate(session, user_id, len(plan.inserts)) if plan.inserts else 0
+    number = changes.stamp(session, user_id)
+    for position, planned in enumerate(plan.inserts):
         memory_id = memory_id_for(job_id, planned.sighting_index)
         vector = vectors[planned.sighting_index] if vectors else None
         row = MemoryRow(
@@ -274,7 +295,10 @@ def apply_plan(
             embedding_dim=len(vector) if vector is not None else None,
             access_count=planned.access_count,
             created_at=min(now, said.get(planned.evidence_from_seq, now)),
+            confirmed_at=min(now, said.get(planned.evidence_to_seq, now)),
             accessed_at=min(now, said.get(planned.evidence_to_seq, now)),
+            ref=first_ref + position,
+            change_seq=number,
             source_conversation_id=planned.conversation_id,
             source_job_id=job_id,
             source_from_seq=planned.evidence_from_seq,
@@ -287,24 +311,36 @@ def apply_plan(
     for memory_id, planned in zip(inserted, plan.inserts, strict=True):
         index_keywords(session, memory_id, user_id, planned.keywords)
     for bump in plan.bumps:
-        # Increments happen in SQL so concurrent readers never lose one.
+        # Increments happen in SQL so concurrent readers never lose one; the times
+        # never move backwards (a confirmation may come from an older conversation).
+        said_at = bump.confirmed_at
         session.execute(
             update(MemoryRow)
             .where(MemoryRow.id == bump.memory_id, MemoryRow.user_id == user_id)
             .values(
                 access_count=MemoryRow.access_count + bump.increment,
-                accessed_at=bump.accessed_at,
+                confirmed_at=case(
+                    (MemoryRow.confirmed_at < said_at, said_at), else_=MemoryRow.confirmed_at
+                ),
+                accessed_at=case(
+                    (MemoryRow.accessed_at < said_at, said_at), else_=MemoryRow.accessed_at
+                ),
                 # The plan already took the max of the stored and the new values.
                 importance=bump.importance,
                 confidence=bump.confidence,
                 evidence_seq=bump.evidence_seq,
+                change_seq=number,
             )
         )
     for supersede in plan.supersedes:
         session.execute(
             update(MemoryRow)
             .where(MemoryRow.id == supersede.memory_id, MemoryRow.user_id == user_id)
-            .values(status="superseded", superseded_by=inserted[supersede.by_insert])
+            .values(
+                status="superseded",
+                superseded_by=inserted[supersede.by_insert],
+                change_seq=number,
+            )
         )
     return inserted
 
@@ -319,5 +355,5 @@ def promote_to_verified(session: Session, user_id: str, memory_ids: Sequence[str
                 MemoryRow.user_id == user_id,
                 MemoryRow.tier == "candidate",
             )
-            .values(tier="verified")
+            .values(tier="verified", change_seq=changes.stamp(session, user_id))
         )

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from memlane.models.store import changes
 from memlane.models.store.memories import user_lock
 from memlane.models.tables import MemoryRow
 
@@ -132,6 +133,7 @@ def swap_if_complete(session: Session, user_id: str, *, model: str, dim: int) ->
             embedding_next=None,
             embedding_next_model=None,
             embedding_next_dim=None,
+            change_seq=changes.stamp(session, user_id),
         )
     )
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -1,0 +1,121 @@
+"""The per-user change feed behind every process's working set.
+
+Every transaction that writes a user's memories, episodes, procedures or soul blocks
+takes the user's next change number (`stamp`: `user_state.version + 1`, one per
+transaction and user) and writes it into `change_seq` of each row it touches, or into
+`removed_items` for an item it deletes outright. The counter row stays locked until the
+transaction ends, so a user's numbers become visible in commit order: once a reader sees
+number n, it sees every number below n as well. A reader that has applied everything up
+to v asks for the rows with change_seq > v (`since`) and is then current as of the
+highest number it read.
+
+Access records (`memories.record_access`, what a context showed) take no number: they
+move only `accessed_at`, which the working set does not keep (the `recent` strategy,
+which orders by it, reads the store).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import Session
+
+from memlane.models.tables import (
+    EpisodeRow,
+    MemoryRow,
+    ProcedureRow,
+    RemovedItem,
+    SoulBlockRow,
+    UserState,
+)
+
+_STAMPS = "memlane_change_stamps"
+
+
+def stamp(session: Session, user_id: str) -> int:
+    """This transaction's change number for the user (the same for every write of the
+    transaction). Takes the user's counter row lock until the transaction ends."""
+    stamps: dict[str, int] = session.info.setdefault(_STAMPS, {})
+    known = stamps.get(user_id)
+    if known is not None:
+        return known
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    statement = (
+        insert(UserState)
+        .values(user_id=user_id, next_ref=1, version=1)
+        .on_conflict_do_update(index_elements=["user_id"], set_={"version": UserState.version + 1})
+        .returning(UserState.version)
+    )
+    number = int(session.execute(statement).scalar_one())
+    stamps[user_id] = number
+    return number
+
+
+def forget_stamps(session: Session) -> None:
+    """Drop the cached numbers (a session that outlives its transaction)."""
+    session.info.pop(_STAMPS, None)
+
+
+def removed(session: Session, user_id: str, item_id: str) -> None:
+    """Record that the user's item `item_id` was deleted outright."""
+    number = stamp(session, user_id)
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    session.execute(
+        insert(RemovedItem)
+        .values(user_id=user_id, item_id=item_id, change_seq=number)
+        .on_conflict_do_update(index_elements=["user_id", "item_id"], set_={"change_seq": number})
+    )
+
+
+def version(session: Session, user_id: str) -> int:
+    """The user's latest change number (0: never written)."""
+    found = session.scalar(select(UserState.version).where(UserState.user_id == user_id))
+    return int(found or 0)
+
+
+@dataclass(slots=True)
+class Changes:
+    """What changed for a user after some change number, each list by change number."""
+
+    version: int
+    memories: list[MemoryRow] = field(default_factory=list)  # any status
+    episodes: list[EpisodeRow] = field(default_factory=list)
+    procedures: list[ProcedureRow] = field(default_factory=list)
+    soul_blocks: list[SoulBlockRow] = field(default_factory=list)
+    removed: list[RemovedItem] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.memories or self.episodes or self.procedures or self.soul_blocks or self.removed
+        )
+
+
+def since(session: Session, user_id: str, after: int) -> Changes:
+    """The rows of the user written after change number `after` (module docstring); the
+    returned version is the highest number read, at least `after`."""
+
+    def changed(table: Any) -> list[Any]:
+        return list(
+            session.scalars(
+                select(table)
+                .where(table.user_id == user_id, table.change_seq > after)
+                .order_by(table.change_seq)
+            )
+        )
+
+    found = Changes(
+        version=after,
+        memories=changed(MemoryRow),
+        episodes=changed(EpisodeRow),
+        procedures=changed(ProcedureRow),
+        soul_blocks=changed(SoulBlockRow),
+        removed=changed(RemovedItem),
+    )
+    for rows in (found.memories, found.episodes, found.procedures, found.soul_blocks):
+        found.version = max([found.version, *(row.change_seq for row in rows)])
+    found.version = max([found.version, *(row.change_seq for row in found.removed)])
+    return found
