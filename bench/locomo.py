@@ -2,7 +2,8 @@
 
     python -m bench.locomo DATA_DIR [--backend sqlite|postgresql] [--embedder hashing|minilm]
                                     [--budgets 500,1000,2000] [--modes production,fresh]
-                                    [--style default|compact] [--limit N] [--out DIR]
+                                    [--style default|compact] [--now after|wall]
+                                    [--limit N] [--out DIR]
 
 DATA_DIR holds `transcripts.jsonl`, `questions.jsonl` and `score.py` (the LoCoMo dev split
 and its scorer, kept outside this repository: its licence is not the project's). The
@@ -54,6 +55,7 @@ from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.schemas import TranscriptIn
 from memlane.pipeline import context_format as fmt
+from memlane.pipeline.context_format import STYLES, Style
 from memlane.pipeline.tokens import get_encoding
 from tests.llm_stub import Behaviour, LLMStub
 
@@ -142,6 +144,7 @@ def assemble_all(
     *,
     mode: str,
     now_for: dict[str, datetime | None],
+    style: Style,
 ) -> tuple[list[dict[str, Any]], list[int]]:
     """Every question at every budget, one after another. Returns the contexts and the
     markup tokens of every memory line they hold."""
@@ -153,7 +156,11 @@ def assemble_all(
         for q in questions:
             for budget in budgets:
                 result = lane.assemble(
-                    q.user_id, q.question, budget_tokens=budget, now=now_for[q.user_id]
+                    q.user_id,
+                    q.question,
+                    budget_tokens=budget,
+                    now=now_for[q.user_id],
+                    style=style,
                 )
                 if mode == "production":
                     lane.flush()  # recorded before the next assembly, as time passes
@@ -224,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--now", choices=("after", "wall"), default="after")
+    p.add_argument("--style", choices=STYLES, default="default")
     p.add_argument("--limit", type=int, default=0, help="every k-th question, N in all")
     p.add_argument("--out", type=Path, help="keep the contexts and scores in this folder")
     args = p.parse_args(argv)
@@ -240,7 +248,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="memlane-locomo-out-"))
     out.mkdir(parents=True, exist_ok=True)
 
-    report: dict[str, Any] = {"embedder": args.embedder, "backend": args.backend, "modes": {}}
+    report: dict[str, Any] = {
+        "embedder": args.embedder,
+        "backend": args.backend,
+        "style": args.style,
+        "now": args.now,
+        "modes": {},
+    }
     with (
         VerbatimStub() as stub,
         pipeline_settings(
@@ -258,10 +272,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         for mode in modes:
             started = time.perf_counter()
             contexts, markup = assemble_all(
-                settings, questions, budgets, mode=mode, now_for=now_for
+                settings, questions, budgets, mode=mode, now_for=now_for, style=args.style
             )
             elapsed = time.perf_counter() - started
-            path = out / f"contexts-{args.embedder}-{args.backend}-{mode}.jsonl"
+            path = out / f"contexts-{args.embedder}-{args.backend}-{args.style}-{mode}.jsonl"
             path.write_text("".join(json.dumps(c) + "\n" for c in contexts), encoding="utf-8")
             tables = score(args.data, path, budgets, "memlane", args.limit)
             report["modes"][mode] = {
@@ -278,7 +292,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 },
             }
     print_report(report, budgets)
-    (out / f"report-{args.embedder}-{args.backend}.json").write_text(json.dumps(report, indent=1))
+    name = f"report-{args.embedder}-{args.backend}-{args.style}.json"
+    (out / name).write_text(json.dumps(report, indent=1))
     print(json.dumps(report))
 
 
@@ -294,7 +309,10 @@ def _figures(table: dict[str, Any], system: str) -> dict[str, float | int | None
 
 
 def print_report(report: dict[str, Any], budgets: Sequence[int]) -> None:
-    print(f"\nLoCoMo dev, {report['embedder']} on {report['backend']} (evidence / answer words %)")
+    print(
+        f"\nLoCoMo dev, {report['embedder']} on {report['backend']}, {report['style']} style, "
+        f"now {report['now']} (evidence / answer words %)"
+    )
     header = "system".ljust(22) + "".join(f"{b:>18}" for b in budgets)
     print(header)
     first = next(iter(report["modes"].values()))

@@ -58,7 +58,13 @@ from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import ConfigurationError, TranscriptError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import normalise_by_max
-from memlane.pipeline.scoring import STRATEGIES, Strategy, Weights, hybrid_relevance
+from memlane.pipeline.scoring import (
+    STRATEGIES,
+    Strategy,
+    Weights,
+    default_lexical_weight,
+    hybrid_relevance,
+)
 from memlane.pipeline.tokens import encoding_for_model
 from memlane.workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
 from memlane.workers.embedders import Embedder, embed_query, embedder_for, get_embedder
@@ -149,6 +155,12 @@ class Memlane:
         if self._dispatcher is None:
             self._dispatcher = dispatcher_for(self.settings)
         return self._dispatcher
+
+    @property
+    def lexical_weight(self) -> float:
+        """The relevance blend's w: the setting, or the embedder's default."""
+        weight = self.settings.hybrid_lexical_weight
+        return default_lexical_weight(self.embedder.lexical) if weight is None else weight
 
     @property
     def embedder(self) -> Embedder:
@@ -305,7 +317,7 @@ class Memlane:
             strategy=strategy,
             query_vector=query_vector,
             # weight 0 turns the lexical half off, reads included
-            query_text=query if s.hybrid_lexical_weight > 0 else None,
+            query_text=query if self.lexical_weight > 0 else None,
             top_k=s.vector_top_k,
             strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k, style),
             lexical_top_k=s.lexical_top_k,
@@ -334,7 +346,7 @@ class Memlane:
                 relevance_floor=s.relevance_floor,
                 retrieval_mode=candidates.retrieval_mode,
                 memories=candidates.memories,
-                relevance=blend_relevance(candidates, s.hybrid_lexical_weight),
+                relevance=blend_relevance(candidates, self.lexical_weight),
                 weights=weights,
                 half_life_hours=s.half_life_hours,
                 soul_blocks=items.soul_blocks,
@@ -383,7 +395,7 @@ class Memlane:
                 query_vector=query_embedding,
                 query_model=embedder.name,
                 query_terms=keywords(query),
-                lexical_weight=s.hybrid_lexical_weight,
+                lexical_weight=self.lexical_weight,
             )
             if query
             else None

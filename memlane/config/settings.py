@@ -79,12 +79,13 @@ class Settings(BaseSettings):
     # --- scoring
     weights: ScoringWeights = Field(default_factory=ScoringWeights)
     half_life_hours: float = Field(168.0, gt=0)
-    hybrid_lexical_weight: float = Field(
-        0.3,
+    hybrid_lexical_weight: float | None = Field(
+        None,
         ge=0.0,
         le=1.0,
         description=(
-            "w in relevance = (1 − w)·cosine + w·lexical (memlane.pipeline.scoring); 0 = off"
+            "w in relevance = (1 − w)·cosine + w·lexical; 0 = off; unset: 0.7 for the "
+            "hashing embedder, 0.3 for others (memlane.pipeline.scoring)"
         ),
     )
 
@@ -108,7 +109,7 @@ class Settings(BaseSettings):
     context_style: Literal["default", "compact"] = Field(
         "default", description="the context's format: default, or compact for tight budgets"
     )
-    working_set_mb: int = Field(
+    working_set_mb: float = Field(
         256,
         ge=0,
         description="per-process memory for users' working sets; 0 = read the store each time",

@@ -97,7 +97,7 @@ def unit_interval(value: float) -> float:
 
 def hybrid_relevance(cosine: float, lexical: float | None, weight: float) -> float:
     """relevance = (1 − w) · cosine + w · lexical, with w = `weight` (settings
-    `hybrid_lexical_weight`, default 0.3) and lexical already normalised to [0, 1]
+    `hybrid_lexical_weight`, default `default_lexical_weight`) and lexical in [0, 1]
     (`memlane.pipeline.lexical.normalise_by_max`: the query's best lexical match among the
     candidates is 1). `lexical` None means the query has no lexical signal at all (no
     candidate shares a word with it): relevance is then the cosine alone, so a query
@@ -109,6 +109,21 @@ def hybrid_relevance(cosine: float, lexical: float | None, weight: float) -> flo
         return cosine
     w = unit_interval(weight)
     return (1.0 - w) * cosine + w * unit_interval(lexical)
+
+
+# relevance = (1 − w)·cosine + w·lexical: which signal leads depends on the embedder.
+SEMANTIC_EMBEDDER_LEXICAL_WEIGHT = 0.3
+LEXICAL_EMBEDDER_LEXICAL_WEIGHT = 0.7
+
+
+def default_lexical_weight(lexical_embedder: bool) -> float:
+    """w of `hybrid_relevance` when the operator did not set one. A semantic embedder
+    (minilm, an API model) brings what words cannot (synonyms, paraphrase), so its cosine
+    leads (0.3). The hashing embedder's cosine is a word-overlap signal without
+    inverse document frequency: a name in every memory weighs as much as the one rare
+    word the question is about, so BM25, which weighs words by their rarity in the
+    user's store, leads (0.7) and the cosine (word pairs) breaks its ties."""
+    return LEXICAL_EMBEDDER_LEXICAL_WEIGHT if lexical_embedder else SEMANTIC_EMBEDDER_LEXICAL_WEIGHT
 
 
 def effective_importance(importance: float, confidence: float) -> float:

@@ -30,6 +30,9 @@ class Embedder(Protocol):
     # Stored next to each vector: vectors of different names are never compared.
     name: str
     dim: int
+    # True when the cosine of its vectors is itself a word-overlap signal (hashing), so
+    # relevance leans on BM25 instead (pipeline.scoring.default_lexical_weight).
+    lexical: bool
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector of length `dim` per text, in order."""
@@ -37,6 +40,8 @@ class Embedder(Protocol):
 
 
 class HashingEmbedder:
+    lexical = True
+
     def __init__(self, dim: int = 256) -> None:
         self.dim = dim
         self.name = f"hashing-{dim}"
@@ -52,6 +57,8 @@ class LiteLLMEmbedder:
     sorted like the LLM's: TransientLLMError, PermanentLLMError; a model whose vectors are
     not `dim` long is a ConfigurationError.
     """
+
+    lexical = False
 
     def __init__(
         self,

@@ -87,6 +87,8 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime. The model is loaded on the first `embed`, once per
     process. Blank texts get the zero vector, like the other embedders."""
 
+    lexical = False
+
     def __init__(self, *, batch_size: int = 32) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")

@@ -301,3 +301,13 @@ def test_rank_scores_exactly_as_score_memory(
     assert ranked.breakdown == score_memory(
         item, relevance=relevance, now=NOW, weights=weights, half_life_hours=half_life_hours
     )
+
+
+def test_the_lexical_weight_follows_the_embedder() -> None:
+    from memlane.config.settings import load_settings
+    from memlane.pipeline.scoring import default_lexical_weight
+    from memlane.workers.embedders import get_embedder
+
+    hashing = get_embedder(load_settings(embedding_model="hashing"))
+    assert hashing.lexical and default_lexical_weight(hashing.lexical) == 0.7
+    assert default_lexical_weight(False) == 0.3  # a semantic embedder's cosine leads

@@ -1,0 +1,98 @@
+"""How long the latest data migration takes on a 100k-memory store.
+
+    python -m bench.migrations [--backends postgresql,sqlite]
+
+Builds a store at revision 0004 with raw SQL (100 users, 100k memories each evidenced by
+a message of its conversation, 10k jobs and episodes, 100k messages), then times
+`memlane db upgrade` to 0005 (confirmed_at, refs, dated episodes, the change feed).
+PostgreSQL uses its own scratch database, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+
+import psycopg
+from sqlalchemy import text
+
+from bench.common import PG_ADMIN_URL, machine, pg_url
+from memlane.models import migrate
+from memlane.models.db import get_engine
+
+DATABASE = "memlane_bench_migrations"
+MEMORIES = 100_000
+
+
+def _fill(url: str, postgres: bool) -> None:
+    now = "'2026-01-01 00:00:00+00'" if postgres else "'2026-01-01 00:00:00.000000'"
+    rows = (
+        f"generate_series(0, {MEMORIES - 1}) AS g(i)"
+        if postgres
+        else "(WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g "
+        f"WHERE i < {MEMORIES - 1}) SELECT i FROM g) AS g"
+    )
+    statements = [
+        "INSERT INTO conversations (id, user_id, message_count, assistant_count,"
+        " extracted_to_seq, final, created_at, last_message_at)"
+        f" SELECT 'c' || i, 'u' || i, 1000, 500, 999, false, {now}, {now} FROM {rows}"
+        " WHERE i < 100",
+        "INSERT INTO messages (conversation_id, seq, role, content, content_sha256,"
+        f" created_at) SELECT 'c' || (i % 100), i / 100, 'user', 'hello', 'x', {now}"
+        f" FROM {rows}",
+        "INSERT INTO jobs (id, user_id, conversation_id, status, stage, window_start_seq,"
+        " window_end_seq, new_from_seq, attempts, created_at, updated_at)"
+        f" SELECT 'job' || i, 'u' || (i % 100), 'c' || (i % 100), 'done', 'store', 0,"
+        f" i / 100, 0, 1, {now}, {now} FROM {rows} WHERE i < 10000",
+        "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
+        " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
+        " source_conversation_id, evidence_seq)"
+        " SELECT 'mem' || i, 'u' || (i % 100), 'User fact number ' || i, 'fact', 0.5, 1.0,"
+        f" 'candidate', 'active', false, '[]', 1, {now}, {now}, 'c' || (i % 100), i / 100"
+        f" FROM {rows}",
+        "INSERT INTO episodes (id, user_id, conversation_id, job_id, summary, topics,"
+        f" created_at) SELECT 'ep' || i, 'u' || (i % 100), 'c' || (i % 100), 'job' || i,"
+        f" 'summary', '[]', {now} FROM {rows} WHERE i < 10000",
+    ]
+    with get_engine(url).begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+
+
+def _time(url: str, postgres: bool) -> float:
+    migrate.upgrade(url, "0004")
+    _fill(url, postgres)
+    get_engine(url).dispose()
+    started = time.perf_counter()
+    migrate.upgrade(url, "0005")
+    elapsed = time.perf_counter() - started
+    get_engine(url).dispose()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", default="postgresql,sqlite")
+    args = parser.parse_args()
+    figures: dict[str, float] = {}
+    for backend in args.backends.split(","):
+        if backend == "postgresql":
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{DATABASE}"')
+            try:
+                figures[backend] = _time(pg_url(DATABASE), True)
+            finally:
+                with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                    conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+        else:
+            with tempfile.TemporaryDirectory() as scratch:
+                figures[backend] = _time(f"sqlite:///{scratch}/m.db", False)
+        print(f"{backend}: 0004 → 0005 on {MEMORIES:,} memories in {figures[backend]:.1f} s")
+    print(json.dumps({"machine": machine(), "seconds_0004_to_0005": figures}))
+
+
+if __name__ == "__main__":
+    main()

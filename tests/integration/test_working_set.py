@@ -1,0 +1,156 @@
+"""The per-process working set: every write through one front door reaches another
+process's very next assembly through the change feed; the bound holds; a warm view
+equals a cold one; users the working set cannot serve go to the store read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+
+import pytest
+
+from memlane.config.settings import load_settings
+from memlane.facade import Memlane
+from memlane.models.db import unit_of_work
+from memlane.models.store import changes, context_items
+from memlane.models.working_set import WorkingSet
+from memlane.workers.embedders import get_embedder
+
+
+@pytest.fixture
+def reader(db_url: str) -> Iterator[Memlane]:
+    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
+        yield lane
+
+
+def other_process(db_url: str, code: str) -> str:
+    """Run `code` with `lane`, a Memlane of its own, in another Python process."""
+    script = (
+        "from memlane import Memlane\n"
+        f"lane = Memlane.from_settings(database_url={db_url!r})\n" + textwrap.dedent(code)
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def context(lane: Memlane, now: datetime, query: str = "what does the user drink?") -> str:
+    result = lane.assemble("u1", query, budget_tokens=1500, now=now)
+    assert result.pack.retrieval_mode == "working-set"
+    return result.text
+
+
+def test_a_write_in_another_process_reaches_the_next_assembly(
+    reader: Memlane, db_url: str, now: datetime
+) -> None:
+    first = reader.add_memory("u1", {"content": "Drinks green tea every morning."})
+    assert "green tea" in context(reader, now)  # the working set is loaded
+
+    added = other_process(
+        db_url, "print(lane.add_memory('u1', {'content': 'Drinks oolong after lunch.'}).id)"
+    )
+    assert "oolong" in context(reader, now)
+
+    other_process(db_url, f"lane.pin('u1', {added!r})")
+    pinned = reader.assemble("u1", "tea", budget_tokens=1500, now=now).pack
+    assert [i.tier for i in pinned.items if i.id == added] == ["pinned"]
+
+    other_process(db_url, f"lane.forget('u1', {first.id!r})")
+    assert "green tea" not in context(reader, now)
+    other_process(db_url, f"lane.quarantine('u1', {added!r})")
+    assert "oolong" not in context(reader, now)
+
+    other_process(db_url, "lane.set_soul_block('u1', 'identity', 'A tea sommelier.')")
+    assert "A tea sommelier." in context(reader, now)
+    other_process(
+        db_url, "print(lane.add_procedure('u1', 'brew', 'Water at 80 degrees, 2 minutes.').id)"
+    )
+    assert "80 degrees" in context(reader, now, "how do I brew the tea?")
+
+
+def test_a_removed_item_and_a_confirmation_reach_the_view(
+    reader: Memlane, db_url: str, now: datetime
+) -> None:
+    reader.set_soul_block("u1", "style", "Short answers.")
+    procedure = reader.add_procedure("u1", "brew", "Water at 80 degrees, 2 minutes.")
+    assert "Short answers." in context(reader, now, "brew tea")
+    with unit_of_work(db_url) as session:
+        context_items.delete_soul_block(session, user_id="u1", kind="style")
+        context_items.delete_procedure(session, user_id="u1", procedure_id=procedure.id)
+    text = context(reader, now, "brew tea")
+    assert "Short answers." not in text and "80 degrees" not in text
+
+
+def test_a_warm_view_assembles_what_a_cold_one_does(
+    reader: Memlane, db_url: str, now: datetime
+) -> None:
+    for n in range(30):
+        reader.add_memory("u1", {"content": f"Fact {n}: likes tea number {n}.", "importance": 0.5})
+    context(reader, now)  # warm
+    ids = [m.id for m in reader.list_memories("u1")]
+    reader.pin("u1", ids[3])
+    reader.forget("u1", ids[4])
+    reader.mark_sensitive("u1", ids[5])
+    reader.add_memory("u1", {"content": "Fact 99: likes tea with honey.", "importance": 0.9})
+    warm = reader.assemble("u1", "tea with honey", budget_tokens=400, now=now)
+    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as cold_lane:
+        cold = cold_lane.assemble("u1", "tea with honey", budget_tokens=400, now=now)
+    assert warm.text == cold.text
+    assert warm.pack_data["items"] == cold.pack_data["items"]
+
+
+def test_the_change_number_moves_once_per_writing_transaction(db_url: str) -> None:
+    with unit_of_work(db_url) as session:
+        before = changes.version(session, "u1")
+    with unit_of_work(db_url) as session:
+        context_items.set_soul_block(session, user_id="u1", kind="identity", content="a", now=NOW)
+        context_items.set_soul_block(session, user_id="u1", kind="style", content="b", now=NOW)
+    with unit_of_work(db_url) as session:
+        after = changes.version(session, "u1")
+        found = changes.since(session, "u1", before)
+    assert after == before + 1
+    assert found.version == after and len(found.soul_blocks) == 2
+    with unit_of_work(db_url) as session:
+        assert not changes.since(session, "u1", after)
+
+
+NOW = datetime(2026, 3, 1, 12, 0).astimezone()
+
+
+def test_the_bound_holds_under_a_stream_of_users(db_url: str) -> None:
+    settings = load_settings(database_url=db_url)
+    embedder = get_embedder(settings)
+    with Memlane(settings) as lane:
+        for n in range(12):
+            for k in range(20):
+                lane.add_memory(f"user{n}", {"content": f"User {n} fact {k} about tea."})
+    working = WorkingSet(db_url, budget_mb=0.15)
+    seen = []
+    for n in range(12):
+        view = working.view(f"user{n}", model=embedder.name, dim=embedder.dim)
+        assert view is not None and len(view.memories) == 20
+        assert working.size_bytes <= working.budget_bytes
+        seen.append(f"user{n}" in working)
+    assert all(seen) and "user0" not in working  # least recently used went first
+    tiny = WorkingSet(db_url, budget_mb=0.001)  # a user too large for the bound
+    assert tiny.view("user0", model=embedder.name, dim=embedder.dim) is None
+
+
+def test_users_the_working_set_cannot_serve_go_to_the_store(db_url: str, now: datetime) -> None:
+    with Memlane(load_settings(database_url=db_url, working_set_mb=0.001)) as lane:
+        lane.add_memory("u1", {"content": "Drinks green tea every morning."})
+        result = lane.assemble("u1", "tea", budget_tokens=500, now=now)
+        assert result.pack.retrieval_mode != "working-set"
+        assert "green tea" in result.text
+    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
+        recent = lane.assemble("u1", "tea", strategy="recent", budget_tokens=500, now=now)
+        assert recent.pack.retrieval_mode != "working-set"  # `recent` reads the store
+        later = now + timedelta(days=1)
+        assert lane.assemble("u1", "tea", budget_tokens=500, now=later).pack.retrieval_mode == (
+            "working-set"
+        )

@@ -1,0 +1,178 @@
+"""The working set's ranking at once (numpy) picks what the assembler's own rules pick:
+an assembly from the shortlist equals one from every item of the store."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane.pipeline.assembly import assemble_context
+from memlane.pipeline.budget import shortlist_size
+from memlane.pipeline.errors import BudgetError
+from memlane.pipeline.keywords import keywords
+from memlane.pipeline.scoring import Weights
+from memlane.pipeline.user_view import UserView
+from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request
+
+WORDS = ["banker", "dance", "studio", "job", "paris", "tea", "garden", "piano", "exam", "dog"]
+MODEL = "toy-4"
+
+
+def vector(rng_words: list[str]) -> tuple[float, ...]:
+    return tuple(float(sum(1 for w in rng_words if w == word)) for word in WORDS[:4])
+
+
+def build(memories, episodes, procedures) -> UserView:
+    return UserView.build(
+        memories=memories,
+        memory_models=[MODEL] * len(memories),
+        episodes=episodes,
+        episode_models=[MODEL] * len(episodes),
+        procedures=procedures,
+        soul_blocks=[],
+        model=MODEL,
+        dim=4,
+    )
+
+
+item = st.tuples(
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=6),  # words
+    st.sampled_from(["candidate"] * 6 + ["pinned", "verified"]),
+    st.floats(min_value=0, max_value=1),  # importance
+    st.integers(min_value=0, max_value=400),  # age in days
+    st.integers(min_value=1, max_value=30),  # confirmations
+    st.sampled_from([None, -1, 1]),  # expires (days from now)
+    st.booleans(),  # sensitive
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    items=st.lists(item, min_size=8, max_size=40),
+    n_episodes=st.integers(min_value=0, max_value=8),
+    query=st.lists(st.sampled_from(WORDS), max_size=3),
+    strategy=st.sampled_from(["scored", "important", "balanced"]),
+    budget=st.integers(min_value=60, max_value=700),
+    floor=st.sampled_from([0.0, 0.5, 0.8, 1.0]),
+)
+def test_the_shortlist_assembles_what_the_whole_store_assembles(
+    items, n_episodes, query, strategy, budget, floor
+) -> None:
+    memories = []
+    for i, (words, tier, importance, age, confirmations, expires, sensitive) in enumerate(items):
+        text = " ".join(words)
+        memories.append(
+            mem(
+                f"mem_{i:03d}",
+                f"Note {i}: {text}.",
+                tier=tier,
+                importance=round(importance, 2),
+                age_days=age,
+                access_count=confirmations,
+                keywords=keywords(text),
+                embedding=vector(words),
+                expires_at=None if expires is None else NOW + timedelta(days=expires),
+                sensitive=sensitive and tier == "candidate",
+                ref=i + 1,
+            )
+        )
+    episodes = [
+        episode(f"ep_{j:02d}", f"Talked about {WORDS[j]} and {WORDS[-j - 1]}.", age_days=j * 9)
+        for j in range(n_episodes)
+    ]
+    procedures = [procedure("pr_0", "garden", {"garden", "water"})]
+    view = build(memories, episodes, procedures)
+    text = " ".join(query) or None
+    relevance = (
+        view.relevance(
+            query_vector=vector(query),
+            query_model=MODEL,
+            query_terms=keywords(text),
+            lexical_weight=0.3,
+        )
+        if text
+        else None
+    )
+    common = dict(
+        user_id="u1",
+        query=text,
+        strategy=strategy,
+        budget_tokens=budget,
+        now=NOW,
+        weights=Weights(),
+        relevance_floor=floor,
+    )
+    relevance_by_id = (
+        {} if relevance is None else dict(zip(view.corpus.ids, relevance.tolist(), strict=True))
+    )
+    try:
+        everything = assemble_context(
+            request(
+                **common,
+                memories=memories,
+                episodes=episodes,
+                procedures=procedures,
+                relevance=relevance_by_id,
+            )
+        )
+    except BudgetError:
+        return  # pinned alone over the budget: no ranking to compare
+    for limit in (shortlist_size(budget), 5):
+        shortlist = view.shortlist(
+            relevance,
+            strategy=strategy,
+            now=NOW,
+            weights=Weights(),
+            half_life_hours=168.0,
+            relevance_floor=floor,
+            include_sensitive=False,
+            limit=limit,
+        )
+        if limit >= len(memories) + len(episodes) + len(procedures):
+            # nothing cut: the same context, byte for byte
+            chosen = assemble_context(
+                request(
+                    **common,
+                    memories=shortlist.memories,
+                    episodes=shortlist.episodes,
+                    procedures=shortlist.procedures,
+                    relevance=shortlist.relevance,
+                )
+            )
+            assert chosen.text == everything.text
+            continue
+        # cut to `limit`: what is kept of the ranked part is the assembler's own best
+        kept = {m.id for m in shortlist.memories if m.tier == "candidate"}
+        kept |= {e.id for e in shortlist.episodes} | {p.id for p in shortlist.procedures}
+        assert kept_ranked(kept, everything, relevance is not None and strategy == "scored", floor)
+
+
+def kept_ranked(kept: set[str], everything, by_relevance: bool, floor: float) -> bool:
+    """The items `kept` are the first of the assembler's walk order (read from the pack of
+    an assembly of the whole store), for the ranked part of the store."""
+    items = [
+        i
+        for i in everything.pack_data["items"]
+        if i["components"] is not None and (i["section"] != "memory" or i["tier"] == "candidate")
+    ]
+    if by_relevance:
+        best = max(i["components"]["relevance"] for i in items)
+        section = {"memory": 0, "episode": 1, "procedure": 2}
+
+        def key(i):
+            r, c = i["components"]["relevance"], i["components"]["composite"]
+            if r >= floor * best:
+                return (False, -c, 0.0, section[i["section"]], i["id"])
+            return (True, -r, -c, section[i["section"]], i["id"])
+
+        order = [i["id"] for i in sorted(items, key=key)]
+        ranked = [k for k in kept if k in set(order)]
+        return set(order[: len(ranked)]) == set(ranked)
+    memories = sorted(
+        (i for i in items if i["section"] == "memory"), key=lambda i: (-i["score"], i["id"])
+    )
+    order = [i["id"] for i in memories]
+    ranked = [k for k in kept if k in set(order)]
+    return set(order[: len(ranked)]) == set(ranked)
