@@ -49,7 +49,6 @@ from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
 from memlane.pipeline.budget import (
     derive_budget,
-    shortlist_size,
     strategy_top_k,
     validate_budget,
 )
@@ -408,7 +407,7 @@ class Memlane:
             half_life_hours=s.half_life_hours,
             relevance_floor=s.relevance_floor,
             include_sensitive=include_sensitive,
-            limit=shortlist_size(budget, style),
+            limit=view.shortlist_size(budget, style),
         )
         return assemble_context(
             AssemblyInput(

@@ -18,6 +18,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from memlane.models.db import read_unit
@@ -25,32 +26,43 @@ from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulB
 from memlane.models.store import changes, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
 from memlane.models.store.memories import to_record
+from memlane.models.store.user_items import Vector
 from memlane.pipeline.user_view import UserView
 
 MB = 1024 * 1024
 
 
+Vectors = tuple[str, Vector] | None  # (embedder, vector) of an item, or None
+
+
+def _vector(model: str | None, values: list[float] | None) -> Vectors:
+    if model is None or values is None:
+        return None
+    return model, np.asarray(values, dtype=np.float32)
+
+
 @dataclass(slots=True)
 class _User:
     version: int
-    memories: dict[str, tuple[MemoryRecord, str | None]] = field(default_factory=dict)
-    episodes: dict[str, tuple[EpisodeRecord, str | None]] = field(default_factory=dict)
+    memories: dict[str, tuple[MemoryRecord, Vectors]] = field(default_factory=dict)
+    episodes: dict[str, tuple[EpisodeRecord, Vectors]] = field(default_factory=dict)
     procedures: dict[str, Procedure] = field(default_factory=dict)
     soul: dict[str, SoulBlock] = field(default_factory=dict)
     view: UserView | None = None
     view_for: tuple[str, int] | None = None
     size: int = 0
+    models: frozenset[str] | None = None  # the embedders of the memories' vectors
 
     def apply(self, found: changes.Changes) -> None:
         for row in found.memories:
             if row.status == "active":
-                model = row.embedding_model if row.embedding is not None else None
-                self.memories[row.id] = (to_record(row, with_embedding=True), model)
+                vector = _vector(row.embedding_model, row.embedding)
+                self.memories[row.id] = (to_record(row), vector)
             else:
                 self.memories.pop(row.id, None)
         for episode in found.episodes:
-            model = episode.embedding_model if episode.embedding is not None else None
-            self.episodes[episode.id] = (episode_record(episode), model)
+            vector = _vector(episode.embedding_model, episode.embedding)
+            self.episodes[episode.id] = (episode_record(episode, with_embedding=False), vector)
         for procedure in found.procedures:
             self.procedures[procedure.id] = procedure_record(procedure)
         for block in found.soul_blocks:
@@ -67,9 +79,12 @@ class _User:
                 items.pop(gone.item_id, None)
         self.version = max(self.version, found.version)
         self.view = None
+        self.models = None
 
     def mixed_embedders(self, model: str) -> bool:
-        return any(m not in (None, model) for _, m in self.memories.values())
+        if self.models is None:
+            self.models = frozenset(v[0] for _, v in self.memories.values() if v is not None)
+        return bool(self.models - {model})
 
     def view_of(self, model: str, dim: int) -> UserView:
         if self.view is None or self.view_for != (model, dim):
@@ -77,9 +92,9 @@ class _User:
             episodes = sorted(self.episodes.values(), key=lambda pair: pair[0].id)
             self.view = UserView.build(
                 memories=[m for m, _ in memories],
-                memory_models=[name for _, name in memories],
+                memory_vectors=[vector for _, vector in memories],
                 episodes=[e for e, _ in episodes],
-                episode_models=[name for _, name in episodes],
+                episode_vectors=[vector for _, vector in episodes],
                 procedures=sorted(self.procedures.values(), key=lambda p: p.id),
                 soul_blocks=list(self.soul.values()),
                 model=model,
@@ -115,7 +130,7 @@ class WorkingSet:
                 user = read_unit(self.url, lambda session: self._load(session, user_id))
             else:
                 self._users.move_to_end(user_id)
-                latest = read_unit(self.url, lambda session: changes.version(session, user_id))
+                latest = changes.latest(self.url, user_id)
                 if latest > user.version:
                     found = read_unit(
                         self.url, lambda session: changes.since(session, user_id, user.version)
@@ -142,10 +157,10 @@ class WorkingSet:
         items = user_items.load(session, user_id)
         user = _User(version=version)
         user.memories = {
-            m.id: (m, name) for m, name in zip(items.memories, items.memory_models, strict=True)
+            m.id: (m, v) for m, v in zip(items.memories, items.memory_vectors, strict=True)
         }
         user.episodes = {
-            e.id: (e, name) for e, name in zip(items.episodes, items.episode_models, strict=True)
+            e.id: (e, v) for e, v in zip(items.episodes, items.episode_vectors, strict=True)
         }
         user.procedures = {p.id: p for p in items.procedures}
         user.soul = {b.kind: b for b in items.soul_blocks}

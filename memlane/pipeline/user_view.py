@@ -6,8 +6,8 @@ shortlist of it goes through the assembler's item-by-item rules.
 The shortlist holds every pinned and verified memory and every memory the safety
 filter leaves out (the pack names them), and the best `limit` of the rest in the
 assembler's own order (assembly rule 4 with a query, the strategy's order without one).
-`limit` is set by the caller to twice as many lines as the budget could hold, so the
-assembler's walk ends long before the shortlist does.
+`limit` is set by the caller (`shortlist_size`: twice as many lines as the budget holds
+at the user's mean line length), so the assembler's walk ends before the shortlist does.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ import numpy.typing as npt
 
 from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline import context_format as fmt
+from memlane.pipeline.budget import MIN_MEMORY_LINE_TOKENS
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.relevance import Corpus, CorpusItem, build_corpus, relevance
 from memlane.pipeline.scoring import ITEM_IMPORTANCE, Strategy, Weights
 
 FloatArray = npt.NDArray[np.float64]
+VectorLike = Sequence[float] | npt.NDArray[np.float32]
 
 
 def episode_keywords(episode: EpisodeRecord) -> frozenset[str]:
@@ -63,29 +65,31 @@ class UserView:
     expires: FloatArray  # epoch seconds, +inf when never
     sensitive: npt.NDArray[np.bool_]
     free: npt.NDArray[np.bool_]  # candidate-tier memories, episodes, procedures
+    mean_chars: float  # of the memories' content
 
     @classmethod
     def build(
         cls,
         *,
         memories: Sequence[MemoryRecord],
-        memory_models: Sequence[str | None],
+        memory_vectors: Sequence[tuple[str, VectorLike] | None],
         episodes: Sequence[EpisodeRecord],
-        episode_models: Sequence[str | None],
+        episode_vectors: Sequence[tuple[str, VectorLike] | None],
         procedures: Sequence[Procedure],
         soul_blocks: Sequence[SoulBlock],
         model: str | None,
         dim: int | None,
     ) -> UserView:
-        """Index the items; only vectors of the embedder `model` (of `dim`) count."""
+        """Index the items; `*_vectors[i]` is (embedder, vector) of item i, or None. Only
+        vectors of the embedder `model` (of `dim`) count."""
         items = [
             *(
-                CorpusItem(m.id, m.keywords, m.embedding, name)
-                for m, name in zip(memories, memory_models, strict=True)
+                CorpusItem(m.id, m.keywords, *(pair[::-1] if pair else (None, None)))
+                for m, pair in zip(memories, memory_vectors, strict=True)
             ),
             *(
-                CorpusItem(e.id, episode_keywords(e), e.embedding, name)
-                for e, name in zip(episodes, episode_models, strict=True)
+                CorpusItem(e.id, episode_keywords(e), *(pair[::-1] if pair else (None, None)))
+                for e, pair in zip(episodes, episode_vectors, strict=True)
             ),
             *(CorpusItem(p.id, procedure_keywords(p)) for p in procedures),
         ]
@@ -123,14 +127,25 @@ class UserView:
             free=np.array(
                 [m.tier == "candidate" for m in memories] + [True] * len(others), dtype=np.bool_
             ),
+            mean_chars=sum(len(m.content) for m in memories) / len(memories) if memories else 0,
         )
+
+    def mean_line_tokens(self, style: str) -> float:
+        """About what a line of this user's items costs: the style's markup (pipeline.budget)
+        plus a quarter token per character of the mean content (English text)."""
+        return MIN_MEMORY_LINE_TOKENS[style] + self.mean_chars / 4
+
+    def shortlist_size(self, budget_tokens: int, style: str) -> int:
+        """How many of the ranked items the assembler walks: twice as many lines as the
+        budget holds at this user's mean line, at least 50."""
+        return max(50, math.ceil(2 * budget_tokens / self.mean_line_tokens(style)))
 
     @property
     def size_bytes(self) -> int:
         """About what the view holds in memory: its arrays and its records' text."""
         arrays = self.corpus.vectors.nbytes + 8 * 7 * len(self.corpus)
         text = sum(len(m.content) + 64 * len(m.keywords) for m in self.memories)
-        text += sum(len(e.summary) + 4 * len(e.embedding or ()) for e in self.episodes)
+        text += sum(len(e.summary) for e in self.episodes)
         return arrays + text + 700 * len(self.corpus)
 
     def relevance(
@@ -202,18 +217,24 @@ class UserView:
             order = np.argsort(-value, kind="stable")
             newest = np.argsort(-self.created[n_memories : n_memories + n_episodes], kind="stable")
             pool_episodes = {int(i) + n_memories for i in newest[:limit]}
-        chosen = [int(i) for i in order if pool[i]][:limit]
-        keep = set(chosen) | {int(i) for i in np.flatnonzero(always)}
+        ranked = order[pool[order]][:limit]
+        keep = set(ranked.tolist()) | set(np.flatnonzero(always).tolist())
         if not by_relevance:
             keep |= pool_episodes | set(range(n_memories + n_episodes, rows))
+        rows_kept = sorted(keep)
         ids = self.corpus.ids
+        first_episode, first_procedure = n_memories, n_memories + n_episodes
         return Shortlist(
-            memories=[m for i, m in enumerate(self.memories) if i in keep],
-            episodes=[e for i, e in enumerate(self.episodes, n_memories) if i in keep],
-            procedures=[
-                p for i, p in enumerate(self.procedures, n_memories + n_episodes) if i in keep
+            memories=[self.memories[i] for i in rows_kept if i < first_episode],
+            episodes=[
+                self.episodes[i - first_episode]
+                for i in rows_kept
+                if first_episode <= i < first_procedure
             ],
-            relevance={} if relevance is None else {ids[i]: float(rel[i]) for i in keep},
+            procedures=[
+                self.procedures[i - first_procedure] for i in rows_kept if i >= first_procedure
+            ],
+            relevance={} if relevance is None else {ids[i]: float(rel[i]) for i in rows_kept},
         )
 
     def importance_raw(self) -> FloatArray:

@@ -40,3 +40,34 @@ def test_a_record_is_what_model_construct_and_validation_give() -> None:
     assert record.model_fields_set == set(MemoryRecord.model_fields)
     assert record.model_copy(update={"tier": "pinned"}).tier == "pinned"
     assert repr(record) == repr(constructed)
+
+
+def test_a_stored_record_is_what_model_construct_gives() -> None:
+    from memlane.models.store.user_items import _NAMES, stored_record
+
+    values = dict(
+        id="mem_1",
+        user_id="u1",
+        content="Prefers TypeScript.",
+        category="preference",
+        importance=0.8,
+        confidence=0.7,
+        tier="verified",
+        status="active",
+        sensitive=False,
+        expires_at=None,
+        keywords=frozenset({"prefer", "typescript"}),
+        access_count=4,
+        created_at=NOW,
+        confirmed_at=NOW,
+        accessed_at=NOW,
+        ref=7,
+        source_conversation_id="c1",
+        source_job_id="job_1",
+        evidence_seq=3,
+    )
+    assert list(values) == _NAMES  # the read's columns, in order
+    record = stored_record(dict(values))
+    assert record == MemoryRecord.model_construct(**values) == MemoryRecord.model_validate(values)
+    assert record.model_dump() == MemoryRecord.model_validate(values).model_dump()
+    assert record.model_copy(update={"tier": "pinned"}).tier == "pinned"

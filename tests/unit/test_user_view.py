@@ -27,9 +27,9 @@ def vector(rng_words: list[str]) -> tuple[float, ...]:
 def build(memories, episodes, procedures) -> UserView:
     return UserView.build(
         memories=memories,
-        memory_models=[MODEL] * len(memories),
+        memory_vectors=[(MODEL, m.embedding) for m in memories],
         episodes=episodes,
-        episode_models=[MODEL] * len(episodes),
+        episode_vectors=[None] * len(episodes),
         procedures=procedures,
         soul_blocks=[],
         model=MODEL,
@@ -157,6 +157,8 @@ def kept_ranked(kept: set[str], everything, by_relevance: bool, floor: float) ->
         for i in everything.pack_data["items"]
         if i["components"] is not None and (i["section"] != "memory" or i["tier"] == "candidate")
     ]
+    if not items:
+        return True  # nothing ranked: only excluded memories, kept for the pack
     if by_relevance:
         best = max(i["components"]["relevance"] for i in items)
         section = {"memory": 0, "episode": 1, "procedure": 2}

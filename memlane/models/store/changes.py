@@ -17,13 +17,16 @@ which orders by it, reads the store).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
+from memlane.models.db import autocommit_engine, get_engine
+from memlane.models.pipelined import CompiledRead, compile_read, run_reads
 from memlane.models.tables import (
     EpisodeRow,
     MemoryRow,
@@ -75,6 +78,27 @@ def version(session: Session, user_id: str) -> int:
     """The user's latest change number (0: never written)."""
     found = session.scalar(select(UserState.version).where(UserState.user_id == user_id))
     return int(found or 0)
+
+
+_VERSION = select(UserState.version).where(UserState.user_id == bindparam("user_id"))
+
+
+@lru_cache(maxsize=1)
+def _version_read() -> CompiledRead:
+    return compile_read(_VERSION)
+
+
+def latest(url: str, user_id: str) -> int:
+    """`version` in one round trip, the read every assembly of a working-set user pays:
+    on PostgreSQL one statement on an autocommit connection (a connection the server
+    dropped is replaced and the read runs once more, then the error is raised); on SQLite
+    a plain read."""
+    if url.startswith("postgresql"):
+        [(_, rows)] = run_reads(autocommit_engine(url), [(_version_read(), {"user_id": user_id})])
+    else:
+        with get_engine(url, pre_ping=False).connect() as conn:
+            rows = list(conn.execute(_VERSION, {"user_id": user_id}))
+    return int(rows[0][0]) if rows else 0
 
 
 @dataclass(slots=True)

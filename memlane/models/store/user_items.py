@@ -1,54 +1,139 @@
 """Everything of one user that an assembly can use, read whole: active memories with
 their vectors and keywords, episodes with theirs, procedures and soul blocks. The
-working set (memlane/working_set.py) is built from this read and kept current."""
+working set (memlane/models/working_set.py) is built from this read and kept current.
+
+Read for speed, since a user's first assembly waits for it: vectors come as the
+database keeps them (pgvector's binary form through `vector_send`, SQLite's float32
+bytes) straight into numpy, and records are built without validation (the rows are
+memlane's own).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import LargeBinary, func, select, type_coerce
+from sqlalchemy.orm import Session, defer
 
 from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.models.store.context_items import episode_record, procedures, soul_blocks
-from memlane.models.store.memories import to_record
 from memlane.models.tables import EpisodeRow, MemoryRow
+
+Vector = npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
 class UserItems:
-    memories: list[MemoryRecord]  # active ones, with their vectors and keywords
-    memory_models: list[str | None]  # the embedder of each memory's vector
-    episodes: list[EpisodeRecord]  # with their vectors
-    episode_models: list[str | None]
+    memories: list[MemoryRecord]  # active ones, with their keywords, without vectors
+    memory_vectors: list[tuple[str, Vector] | None]  # (embedder, vector) of each memory
+    episodes: list[EpisodeRecord]
+    episode_vectors: list[tuple[str, Vector] | None]
     procedures: list[Procedure]
     soul_blocks: list[SoulBlock]
 
 
+def vector_column(session: Session, column: Any) -> Any:
+    """The column's vectors as raw bytes (see `vector_of`)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return func.vector_send(column, type_=LargeBinary)
+    return type_coerce(column, LargeBinary)
+
+
+def vector_of(raw: bytes | None, postgres: bool) -> Vector | None:
+    """A stored vector's bytes as float32: pgvector's binary form (dimension and a
+    reserved field, two big-endian int16, then big-endian float4s) or SQLite's native
+    float32 bytes."""
+    if raw is None:
+        return None
+    if postgres:
+        return np.frombuffer(raw, dtype=">f4", offset=4).astype(np.float32)
+    return np.frombuffer(raw, dtype=np.float32).copy()
+
+
+_MEMORY_COLUMNS = (
+    MemoryRow.id,
+    MemoryRow.user_id,
+    MemoryRow.content,
+    MemoryRow.category,
+    MemoryRow.importance,
+    MemoryRow.confidence,
+    MemoryRow.tier,
+    MemoryRow.status,
+    MemoryRow.sensitive,
+    MemoryRow.expires_at,
+    MemoryRow.keywords,
+    MemoryRow.access_count,
+    MemoryRow.created_at,
+    MemoryRow.confirmed_at,
+    MemoryRow.accessed_at,
+    MemoryRow.ref,
+    MemoryRow.source_conversation_id,
+    MemoryRow.source_job_id,
+    MemoryRow.evidence_seq,
+)
+_NAMES = [column.key for column in _MEMORY_COLUMNS]
+
+
+_FIELDS_SET = frozenset(MemoryRecord.__pydantic_fields__)
+_DEFAULTS = {"embedding": None}
+
+
+def stored_record(fields: dict[str, Any]) -> MemoryRecord:
+    """The MemoryRecord of a stored row's fields (every field but `embedding`), as
+    `model_construct` builds it but at a fraction of its cost: loading a user's 10k
+    memories is the first assembly's wait (tests/unit/test_assembly_records.py checks
+    the two agree)."""
+    memory = object.__new__(MemoryRecord)
+    setattr_ = object.__setattr__
+    setattr_(memory, "__dict__", {**fields, **_DEFAULTS})
+    setattr_(memory, "__pydantic_fields_set__", set(_FIELDS_SET))
+    setattr_(memory, "__pydantic_extra__", None)
+    setattr_(memory, "__pydantic_private__", None)
+    return memory
+
+
 def load(session: Session, user_id: str) -> UserItems:
     """The user's items, each list in id order."""
-    memories: list[MemoryRecord] = []
-    memory_models: list[str | None] = []
-    rows = session.scalars(
-        select(MemoryRow)
+    postgres = session.get_bind().dialect.name == "postgresql"
+    rows = session.execute(
+        select(
+            *_MEMORY_COLUMNS,
+            MemoryRow.embedding_model,
+            vector_column(session, MemoryRow.embedding),
+        )
         .where(MemoryRow.user_id == user_id, MemoryRow.status == "active")
         .order_by(MemoryRow.id)
     )
-    for memory in rows:
-        memories.append(to_record(memory, with_embedding=True))
-        memory_models.append(memory.embedding_model if memory.embedding is not None else None)
+    memories: list[MemoryRecord] = []
+    memory_vectors: list[tuple[str, Vector] | None] = []
+    for row in rows:
+        fields = dict(zip(_NAMES, row, strict=False))
+        fields["keywords"] = frozenset(fields["keywords"] or ())
+        memories.append(stored_record(fields))
+        raw, model = cast(bytes | None, row[-1]), cast(str | None, row[-2])
+        vector = vector_of(raw, postgres)
+        memory_vectors.append((model, vector) if vector is not None and model else None)
     episodes: list[EpisodeRecord] = []
-    episode_models: list[str | None] = []
-    for row in session.scalars(
-        select(EpisodeRow).where(EpisodeRow.user_id == user_id).order_by(EpisodeRow.id)
-    ):
-        episodes.append(episode_record(row))
-        episode_models.append(row.embedding_model if row.embedding is not None else None)
+    episode_vectors: list[tuple[str, Vector] | None] = []
+    episode_rows = session.execute(
+        select(EpisodeRow, vector_column(session, EpisodeRow.embedding))
+        .where(EpisodeRow.user_id == user_id)
+        .order_by(EpisodeRow.id)
+        .options(defer(EpisodeRow.embedding))  # read as bytes beside it
+    )
+    for episode, raw in episode_rows:
+        episodes.append(episode_record(episode, with_embedding=False))
+        vector = vector_of(raw, postgres)
+        model = episode.embedding_model
+        episode_vectors.append((model, vector) if vector is not None and model else None)
     return UserItems(
         memories=memories,
-        memory_models=memory_models,
+        memory_vectors=memory_vectors,
         episodes=episodes,
-        episode_models=episode_models,
+        episode_vectors=episode_vectors,
         procedures=procedures(session, user_id),
         soul_blocks=soul_blocks(session, user_id),
     )
