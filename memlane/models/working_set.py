@@ -27,7 +27,7 @@ from memlane.models.store import changes, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
 from memlane.models.store.memories import to_record
 from memlane.models.store.user_items import Vector
-from memlane.pipeline.user_view import UserView
+from memlane.pipeline.user_view import Record, UserView
 
 MB = 1024 * 1024
 
@@ -54,17 +54,27 @@ class _User:
     models: frozenset[str] | None = None  # the embedders of the memories' vectors
 
     def apply(self, found: changes.Changes) -> None:
+        """Apply rows written since `version`: to the records, and to the view in the
+        time of the rows they touch (UserView.patch)."""
+        upserts: list[tuple[Record, Vectors]] = []
+        removed: list[str] = []
         for row in found.memories:
             if row.status == "active":
-                vector = _vector(row.embedding_model, row.embedding)
-                self.memories[row.id] = (to_record(row), vector)
-            else:
-                self.memories.pop(row.id, None)
+                memory = (to_record(row), _vector(row.embedding_model, row.embedding))
+                self.memories[row.id] = memory
+                upserts.append(memory)
+            elif self.memories.pop(row.id, None) is not None:
+                removed.append(row.id)
         for episode in found.episodes:
-            vector = _vector(episode.embedding_model, episode.embedding)
-            self.episodes[episode.id] = (episode_record(episode, with_embedding=False), vector)
+            item = (
+                episode_record(episode, with_embedding=False),
+                _vector(episode.embedding_model, episode.embedding),
+            )
+            self.episodes[episode.id] = item
+            upserts.append(item)
         for procedure in found.procedures:
             self.procedures[procedure.id] = procedure_record(procedure)
+            upserts.append((self.procedures[procedure.id], None))
         for block in found.soul_blocks:
             self.soul[block.kind] = SoulBlock(
                 user_id=block.user_id,
@@ -76,10 +86,16 @@ class _User:
             if gone.item_id.startswith("soul:"):
                 self.soul.pop(gone.item_id.removeprefix("soul:"), None)
             for items in (self.memories, self.episodes, self.procedures):
-                items.pop(gone.item_id, None)
+                if items.pop(gone.item_id, None) is not None:  # type: ignore[attr-defined]
+                    removed.append(gone.item_id)
         self.version = max(self.version, found.version)
-        self.view = None
         self.models = None
+        if self.view is not None:
+            self.view = self.view.patch(upserts, removed, self._soul_blocks())
+            self.size = self.view.size_bytes
+
+    def _soul_blocks(self) -> list[SoulBlock]:
+        return [self.soul[kind] for kind in sorted(self.soul)]
 
     def mixed_embedders(self, model: str) -> bool:
         if self.models is None:
@@ -96,7 +112,7 @@ class _User:
                 episodes=[e for e, _ in episodes],
                 episode_vectors=[vector for _, vector in episodes],
                 procedures=sorted(self.procedures.values(), key=lambda p: p.id),
-                soul_blocks=list(self.soul.values()),
+                soul_blocks=self._soul_blocks(),
                 model=model,
                 dim=dim,
             )

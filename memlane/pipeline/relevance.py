@@ -43,13 +43,16 @@ class CorpusItem:
 @dataclass(frozen=True, slots=True)
 class Corpus:
     """The items of one user, indexed for relevance: unit vectors of one embedder stacked
-    in a matrix (a zero row for an item without one) and keyword postings."""
+    in a matrix (a zero row for an item without one), keyword postings, and which rows
+    are alive (a row removed by `patch_corpus` stays, dead, until the next build)."""
 
     ids: tuple[str, ...]
     model: str | None
     vectors: npt.NDArray[np.float32]
     postings: dict[str, npt.NDArray[np.intp]]
     lengths: FloatArray
+    keywords: tuple[frozenset[str], ...] = ()
+    alive: npt.NDArray[np.bool_] | None = None  # None: every row
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -59,6 +62,25 @@ class Corpus:
         if not self._positions and self.ids:
             self._positions.update({item_id: i for i, item_id in enumerate(self.ids)})
         return self._positions.get(item_id)
+
+    @property
+    def live(self) -> npt.NDArray[np.bool_]:
+        return np.ones(len(self.ids), dtype=np.bool_) if self.alive is None else self.alive
+
+
+def _unit_rows(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """Rows scaled to length 1; a zero, NaN or infinite row becomes no direction (zeros)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        usable = np.isfinite(norms) & (norms > 0)
+        return np.where(usable, vectors / np.where(usable, norms, 1), 0).astype(np.float32)
+
+
+def _vector_row(item: CorpusItem, model: str | None, width: int) -> npt.NDArray[np.float32]:
+    row = np.zeros(width, dtype=np.float32)
+    if width and item.vector is not None and item.model == model and len(item.vector) == width:
+        row[:] = item.vector
+    return row
 
 
 def build_corpus(items: Sequence[CorpusItem], *, model: str | None, dim: int | None) -> Corpus:
@@ -77,19 +99,85 @@ def build_corpus(items: Sequence[CorpusItem], *, model: str | None, dim: int | N
         for word in item.keywords:
             postings.setdefault(word, []).append(row)
     if rows_with_vectors:
-        # unit rows, all at once; a zero, NaN or infinite one is no direction at all
-        picked = vectors[rows_with_vectors]
-        with np.errstate(invalid="ignore", over="ignore"):
-            norms = np.linalg.norm(picked, axis=1, keepdims=True)
-        usable = np.isfinite(norms) & (norms > 0)
-        vectors[rows_with_vectors] = np.where(usable, picked / np.where(usable, norms, 1), 0)
+        vectors[rows_with_vectors] = _unit_rows(vectors[rows_with_vectors])
     return Corpus(
         ids=tuple(item.id for item in items),
         model=model,
         vectors=vectors,
         postings={word: np.asarray(rows, dtype=np.intp) for word, rows in postings.items()},
         lengths=lengths,
+        keywords=tuple(item.keywords for item in items),
     )
+
+
+def patch_corpus(
+    corpus: Corpus, upserts: Sequence[CorpusItem], removed: Collection[str]
+) -> tuple[Corpus, list[int]]:
+    """A new corpus with `upserts` written over their rows (or appended) and the rows of
+    `removed` dead; the old one is left as it was (a caller may still be ranking with
+    it). Returns it and the row of each upsert."""
+    ids = list(corpus.ids)
+    positions = {item_id: i for i, item_id in enumerate(ids)}
+    keywords = list(corpus.keywords)
+    appended = [item for item in upserts if item.id not in positions]
+    width = corpus.vectors.shape[1]
+    vectors = np.concatenate([corpus.vectors, np.zeros((len(appended), width), np.float32)])
+    lengths = np.concatenate([corpus.lengths, np.zeros(len(appended))])
+    alive = np.concatenate([corpus.live, np.ones(len(appended), dtype=np.bool_)])
+    for item in appended:
+        positions[item.id] = len(ids)
+        ids.append(item.id)
+        keywords.append(frozenset())
+    touched = {word for item in upserts for word in item.keywords}
+    for item_id in [*(item.id for item in upserts), *removed]:
+        row = positions.get(item_id)
+        if row is not None:
+            touched |= keywords[row]
+    postings = dict(corpus.postings)
+    changed: dict[str, set[int]] = {
+        word: set(postings[word].tolist()) if word in postings else set() for word in touched
+    }
+
+    def unindex(row: int) -> None:
+        for word in keywords[row]:
+            changed[word].discard(row)
+
+    rows_of = []
+    for item in upserts:
+        row = positions[item.id]
+        unindex(row)
+        keywords[row] = item.keywords
+        for word in item.keywords:
+            changed[word].add(row)
+        lengths[row] = len(item.keywords)
+        vectors[row] = _unit_rows(_vector_row(item, corpus.model, width)[None, :])[0]
+        alive[row] = True
+        rows_of.append(row)
+    for item_id in removed:
+        row = positions.get(item_id)
+        if row is None:
+            continue
+        unindex(row)
+        keywords[row] = frozenset()
+        lengths[row] = 0
+        vectors[row] = 0
+        alive[row] = False
+    for word, rows in changed.items():
+        if rows:
+            postings[word] = np.asarray(sorted(rows), dtype=np.intp)
+        else:
+            postings.pop(word, None)
+    patched = Corpus(
+        ids=tuple(ids),
+        model=corpus.model,
+        vectors=vectors,
+        postings=postings,
+        lengths=lengths,
+        keywords=tuple(keywords),
+        alive=alive,
+    )
+    patched._positions.update(positions)
+    return patched, rows_of
 
 
 def cosines(corpus: Corpus, query_vector: Sequence[float] | None, model: str | None) -> FloatArray:
@@ -110,11 +198,12 @@ def cosines(corpus: Corpus, query_vector: Sequence[float] | None, model: str | N
 
 def bm25(corpus: Corpus, terms: Collection[str], *, k1: float = K1, b: float = B) -> FloatArray:
     """BM25 of every row for the query's terms (module docstring); 0 for no match."""
-    n = len(corpus)
-    scores = np.zeros(n, dtype=np.float64)
+    scores = np.zeros(len(corpus), dtype=np.float64)
+    live = corpus.live
+    n = int(live.sum())
     if not n:
         return scores
-    avgdl = float(corpus.lengths.mean()) or 1.0
+    avgdl = float(corpus.lengths[live].mean()) or 1.0
     norm = k1 * (1.0 - b + b * corpus.lengths / avgdl)
     gain = (k1 + 1.0) / (1.0 + norm)  # tf is 1: keyword sets
     for term in set(terms):

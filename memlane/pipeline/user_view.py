@@ -24,7 +24,13 @@ from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulB
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.budget import MIN_MEMORY_LINE_TOKENS
 from memlane.pipeline.keywords import keywords
-from memlane.pipeline.relevance import Corpus, CorpusItem, build_corpus, relevance
+from memlane.pipeline.relevance import (
+    Corpus,
+    CorpusItem,
+    build_corpus,
+    patch_corpus,
+    relevance,
+)
 from memlane.pipeline.scoring import ITEM_IMPORTANCE, Strategy, Weights
 
 FloatArray = npt.NDArray[np.float64]
@@ -51,30 +57,93 @@ class Shortlist:
     relevance: dict[str, float]
 
 
+Record = MemoryRecord | EpisodeRecord | Procedure
+Vectors = tuple[str, VectorLike] | None  # (embedder, vector) of an item, or None
+MEMORY, EPISODE, PROCEDURE = 0, 1, 2
+
+
+def _kind(record: Record) -> int:
+    if isinstance(record, MemoryRecord):
+        return MEMORY
+    return EPISODE if isinstance(record, EpisodeRecord) else PROCEDURE
+
+
+def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
+    vector, model = (vectors[1], vectors[0]) if vectors else (None, None)
+    if isinstance(record, MemoryRecord):
+        return CorpusItem(record.id, record.keywords, vector, model)
+    if isinstance(record, EpisodeRecord):
+        return CorpusItem(record.id, episode_keywords(record), vector, model)
+    return CorpusItem(record.id, procedure_keywords(record))
+
+
+def _columns(records: Sequence[Record]) -> dict[str, npt.NDArray[np.float64]]:
+    """The per-row values the composite and the filters need (UserView's fields)."""
+    columns: dict[str, list[float]] = {
+        name: []
+        for name in (
+            "importance",
+            "raw_importance",
+            "stated",
+            "created",
+            "confirmations",
+            "expires",
+            "sensitive",
+            "free",
+            "kind",
+        )
+    }
+    for record in records:
+        values: tuple[float, ...]
+        if isinstance(record, MemoryRecord):
+            values = (
+                record.importance * (0.5 + 0.5 * record.confidence),
+                record.importance,
+                _epoch(record.confirmed_at),
+                _epoch(record.created_at),
+                record.access_count,
+                math.inf if record.expires_at is None else _epoch(record.expires_at),
+                float(record.sensitive),
+                float(record.tier == "candidate"),
+                MEMORY,
+            )
+        else:
+            created = _epoch(record.created_at)
+            values = (ITEM_IMPORTANCE, 0.0, created, created, 0, math.inf, 0, 1, _kind(record))
+        for name, value in zip(columns, values, strict=True):
+            columns[name].append(float(value))
+    return {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+
+
 @dataclass(frozen=True, slots=True)
 class UserView:
-    memories: Sequence[MemoryRecord]
-    episodes: Sequence[EpisodeRecord]
-    procedures: Sequence[Procedure]
-    soul_blocks: Sequence[SoulBlock]
-    corpus: Corpus  # rows: memories, then episodes, then procedures
-    importance: FloatArray  # per corpus row: importance × (0.5 + 0.5 · confidence), or 0.5
+    """A user's items by corpus row (`records[i]` is row i of `corpus`), with the columns
+    the ranking needs. Immutable: `patch` returns a new view, so a caller still ranking
+    with the old one is not disturbed."""
+
+    records: tuple[Record, ...]
+    soul_blocks: tuple[SoulBlock, ...]
+    corpus: Corpus
+    importance: FloatArray  # importance × (0.5 + 0.5 · confidence), 0.5 for the others
+    raw_importance: FloatArray  # memories' importance, 0 for the others
     stated: FloatArray  # epoch seconds: confirmed_at of memories, created_at of the rest
     created: FloatArray  # epoch seconds of created_at
     confirmations: FloatArray  # access_count of memories, 0 for the rest
     expires: FloatArray  # epoch seconds, +inf when never
     sensitive: npt.NDArray[np.bool_]
     free: npt.NDArray[np.bool_]  # candidate-tier memories, episodes, procedures
-    mean_chars: float  # of the memories' content
+    kind: npt.NDArray[np.int8]  # MEMORY, EPISODE or PROCEDURE
+    memory_chars: int  # the live memories' content, for the mean line
+    memory_count: int
 
     @classmethod
     def build(
         cls,
         *,
         memories: Sequence[MemoryRecord],
-        memory_vectors: Sequence[tuple[str, VectorLike] | None],
+        memory_vectors: Sequence[Vectors],
         episodes: Sequence[EpisodeRecord],
-        episode_vectors: Sequence[tuple[str, VectorLike] | None],
+        episode_vectors: Sequence[Vectors],
         procedures: Sequence[Procedure],
         soul_blocks: Sequence[SoulBlock],
         model: str | None,
@@ -82,58 +151,124 @@ class UserView:
     ) -> UserView:
         """Index the items; `*_vectors[i]` is (embedder, vector) of item i, or None. Only
         vectors of the embedder `model` (of `dim`) count."""
-        items = [
-            *(
-                CorpusItem(m.id, m.keywords, *(pair[::-1] if pair else (None, None)))
-                for m, pair in zip(memories, memory_vectors, strict=True)
-            ),
-            *(
-                CorpusItem(e.id, episode_keywords(e), *(pair[::-1] if pair else (None, None)))
-                for e, pair in zip(episodes, episode_vectors, strict=True)
-            ),
-            *(CorpusItem(p.id, procedure_keywords(p)) for p in procedures),
-        ]
-        others: list[EpisodeRecord | Procedure] = [*episodes, *procedures]
-        return cls(
-            memories=memories,
-            episodes=episodes,
-            procedures=procedures,
-            soul_blocks=soul_blocks,
-            corpus=build_corpus(items, model=model, dim=dim),
-            importance=np.array(
-                [m.importance * (0.5 + 0.5 * m.confidence) for m in memories]
-                + [ITEM_IMPORTANCE] * len(others),
-                dtype=np.float64,
-            ),
-            stated=np.array(
-                [_epoch(m.confirmed_at) for m in memories] + [_epoch(o.created_at) for o in others],
-                dtype=np.float64,
-            ),
-            created=np.array(
-                [_epoch(m.created_at) for m in memories] + [_epoch(o.created_at) for o in others],
-                dtype=np.float64,
-            ),
-            confirmations=np.array(
-                [m.access_count for m in memories] + [0] * len(others), dtype=np.float64
-            ),
-            expires=np.array(
-                [math.inf if m.expires_at is None else _epoch(m.expires_at) for m in memories]
-                + [math.inf] * len(others),
-                dtype=np.float64,
-            ),
-            sensitive=np.array(
-                [m.sensitive for m in memories] + [False] * len(others), dtype=np.bool_
-            ),
-            free=np.array(
-                [m.tier == "candidate" for m in memories] + [True] * len(others), dtype=np.bool_
-            ),
-            mean_chars=sum(len(m.content) for m in memories) / len(memories) if memories else 0,
+        records: list[Record] = [*memories, *episodes, *procedures]
+        vectors: list[Vectors] = [*memory_vectors, *episode_vectors, *([None] * len(procedures))]
+        items = [_corpus_item(r, v) for r, v in zip(records, vectors, strict=True)]
+        return cls._of(
+            tuple(records),
+            tuple(soul_blocks),
+            build_corpus(items, model=model, dim=dim),
+            _columns(records),
+            sum(len(m.content) for m in memories),
+            len(memories),
         )
+
+    @classmethod
+    def _of(
+        cls,
+        records: tuple[Record, ...],
+        soul_blocks: tuple[SoulBlock, ...],
+        corpus: Corpus,
+        columns: dict[str, npt.NDArray[np.float64]],
+        memory_chars: int,
+        memory_count: int,
+    ) -> UserView:
+        return cls(
+            records=records,
+            soul_blocks=soul_blocks,
+            corpus=corpus,
+            importance=columns["importance"],
+            raw_importance=columns["raw_importance"],
+            stated=columns["stated"],
+            created=columns["created"],
+            confirmations=columns["confirmations"],
+            expires=columns["expires"],
+            sensitive=columns["sensitive"].astype(np.bool_),
+            free=columns["free"].astype(np.bool_),
+            kind=columns["kind"].astype(np.int8),
+            memory_chars=memory_chars,
+            memory_count=memory_count,
+        )
+
+    def patch(
+        self,
+        upserts: Sequence[tuple[Record, Vectors]],
+        removed: Collection[str],
+        soul_blocks: Sequence[SoulBlock],
+    ) -> UserView:
+        """This view with `upserts` written over their rows (or appended) and the items
+        `removed` taken out: a change applied in the time of the rows it touches."""
+        corpus, rows = patch_corpus(self.corpus, [_corpus_item(r, v) for r, v in upserts], removed)
+        n = len(corpus)
+        records = list(self.records) + [None] * (n - len(self.records))
+        old = {
+            name: getattr(self, name)
+            for name in (
+                "importance",
+                "raw_importance",
+                "stated",
+                "created",
+                "confirmations",
+                "expires",
+                "sensitive",
+                "free",
+                "kind",
+            )
+        }
+        grown = n - len(self.records)
+        columns = {
+            name: np.concatenate([values.astype(np.float64), np.zeros(grown)])
+            for name, values in old.items()
+        }
+        fresh = _columns([record for record, _ in upserts])
+        for i, row in enumerate(rows):
+            for name in columns:
+                columns[name][row] = fresh[name][i]
+        chars, count = self.memory_chars, self.memory_count
+        gone = {at for item_id in removed if (at := corpus.position(item_id)) is not None}
+        was_live = self.corpus.live
+        for row in {*rows, *gone}:
+            if row < len(self.records) and was_live[row] and self.kind[row] == MEMORY:
+                previous = self.records[row]
+                assert isinstance(previous, MemoryRecord)
+                chars, count = chars - len(previous.content), count - 1
+        for row, (record, _) in zip(rows, upserts, strict=True):
+            records[row] = record
+            if isinstance(record, MemoryRecord):
+                chars, count = chars + len(record.content), count + 1
+        for row in gone:
+            columns["free"][row] = 0
+            columns["kind"][row] = -1
+        return UserView._of(
+            tuple(records),  # type: ignore[arg-type]  # dead rows hold their last record
+            tuple(soul_blocks),
+            corpus,
+            columns,
+            chars,
+            count,
+        )
+
+    def _rows_of(self, kind: int) -> list[Record]:
+        live = self.corpus.live
+        return [r for i, r in enumerate(self.records) if self.kind[i] == kind and live[i]]
+
+    @property
+    def memories(self) -> list[MemoryRecord]:
+        return [r for r in self._rows_of(MEMORY) if isinstance(r, MemoryRecord)]
+
+    @property
+    def episodes(self) -> list[EpisodeRecord]:
+        return [r for r in self._rows_of(EPISODE) if isinstance(r, EpisodeRecord)]
+
+    @property
+    def procedures(self) -> list[Procedure]:
+        return [r for r in self._rows_of(PROCEDURE) if isinstance(r, Procedure)]
 
     def mean_line_tokens(self, style: str) -> float:
         """About what a line of this user's items costs: the style's markup (pipeline.budget)
         plus a quarter token per character of the mean content (English text)."""
-        return MIN_MEMORY_LINE_TOKENS[style] + self.mean_chars / 4
+        mean_chars = self.memory_chars / self.memory_count if self.memory_count else 0.0
+        return MIN_MEMORY_LINE_TOKENS[style] + mean_chars / 4
 
     def shortlist_size(self, budget_tokens: int, style: str) -> int:
         """How many of the ranked items the assembler walks: twice as many lines as the
@@ -143,10 +278,8 @@ class UserView:
     @property
     def size_bytes(self) -> int:
         """About what the view holds in memory: its arrays and its records' text."""
-        arrays = self.corpus.vectors.nbytes + 8 * 7 * len(self.corpus)
-        text = sum(len(m.content) + 64 * len(m.keywords) for m in self.memories)
-        text += sum(len(e.summary) for e in self.episodes)
-        return arrays + text + 700 * len(self.corpus)
+        arrays = self.corpus.vectors.nbytes + 8 * 10 * len(self.corpus)
+        return arrays + self.memory_chars + 1200 * len(self.corpus)
 
     def relevance(
         self,
@@ -178,9 +311,8 @@ class UserView:
         limit: int,
     ) -> Shortlist:
         """What the assembler needs to see of this user (module docstring)."""
-        n_memories = len(self.memories)
-        n_episodes = len(self.episodes)
         rows = len(self.corpus)
+        live = self.corpus.live
         rel = np.zeros(rows, dtype=np.float64) if relevance is None else relevance
         hours = np.maximum(0.0, (_epoch(now) - self.stated) / 3600.0)
         recency = np.exp(-math.log(2) * hours / half_life_hours)
@@ -191,13 +323,12 @@ class UserView:
             + weights.recency * recency
             + weights.frequency * frequency
         )
-        is_memory = np.arange(rows) < n_memories
+        is_memory = live & (self.kind == MEMORY)
         visible = (self.expires > _epoch(now)) & (include_sensitive | ~self.sensitive)
         always = is_memory & (~self.free | ~visible)  # pinned, verified; excluded for the pack
-        by_relevance = relevance is not None and strategy == "scored"
-        if by_relevance:
-            is_procedure = np.arange(rows) >= n_memories + n_episodes
-            pool = self.free & visible & (~is_procedure | (rel > 0))
+        extra: set[int] = set()
+        if relevance is not None and strategy == "scored":
+            pool = live & self.free & visible & ((self.kind != PROCEDURE) | (rel > 0))
             best = float(rel[pool].max()) if pool.any() else 0.0
             above = rel >= relevance_floor * best
             # assembly rule 4: above the floor by composite, then the rest by relevance
@@ -206,39 +337,25 @@ class UserView:
             order = np.lexsort((-composite, secondary, primary))
         else:
             pool = self.free & visible & is_memory
-            value = {
-                "scored": composite,
-                "important": np.concatenate(
-                    [np.array([m.importance for m in self.memories]), np.zeros(rows - n_memories)]
-                ),
-                "balanced": self.importance_raw()
-                / (1.0 + np.maximum(0.0, (_epoch(now) - self.created) / 3600.0)),
-            }.get(strategy, composite)
+            if strategy == "important":
+                value = self.raw_importance
+            elif strategy == "balanced":
+                age = np.maximum(0.0, (_epoch(now) - self.created) / 3600.0)
+                value = self.raw_importance / (1.0 + age)
+            else:
+                value = composite
             order = np.argsort(-value, kind="stable")
-            newest = np.argsort(-self.created[n_memories : n_memories + n_episodes], kind="stable")
-            pool_episodes = {int(i) + n_memories for i in newest[:limit]}
+            episodes = np.flatnonzero(live & (self.kind == EPISODE))
+            newest = episodes[np.argsort(-self.created[episodes], kind="stable")][:limit]
+            extra = set(newest.tolist())
+            extra |= set(np.flatnonzero(live & (self.kind == PROCEDURE)).tolist())
         ranked = order[pool[order]][:limit]
-        keep = set(ranked.tolist()) | set(np.flatnonzero(always).tolist())
-        if not by_relevance:
-            keep |= pool_episodes | set(range(n_memories + n_episodes, rows))
-        rows_kept = sorted(keep)
+        keep = sorted(set(ranked.tolist()) | set(np.flatnonzero(always).tolist()) | extra)
         ids = self.corpus.ids
-        first_episode, first_procedure = n_memories, n_memories + n_episodes
+        chosen = [self.records[i] for i in keep]
         return Shortlist(
-            memories=[self.memories[i] for i in rows_kept if i < first_episode],
-            episodes=[
-                self.episodes[i - first_episode]
-                for i in rows_kept
-                if first_episode <= i < first_procedure
-            ],
-            procedures=[
-                self.procedures[i - first_procedure] for i in rows_kept if i >= first_procedure
-            ],
-            relevance={} if relevance is None else {ids[i]: float(rel[i]) for i in rows_kept},
-        )
-
-    def importance_raw(self) -> FloatArray:
-        return np.array(
-            [m.importance for m in self.memories] + [0.0] * (len(self.corpus) - len(self.memories)),
-            dtype=np.float64,
+            memories=[r for r in chosen if isinstance(r, MemoryRecord)],
+            episodes=[r for r in chosen if isinstance(r, EpisodeRecord)],
+            procedures=[r for r in chosen if isinstance(r, Procedure)],
+            relevance={} if relevance is None else {ids[i]: float(rel[i]) for i in keep},
         )

@@ -178,3 +178,79 @@ def kept_ranked(kept: set[str], everything, by_relevance: bool, floor: float) ->
     order = [i["id"] for i in memories]
     ranked = [k for k in kept if k in set(order)]
     return set(order[: len(ranked)]) == set(ranked)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.lists(
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), min_size=4, max_size=20
+    ),
+    changed=st.sets(st.integers(min_value=0, max_value=19), max_size=6),
+    removed=st.sets(st.integers(min_value=0, max_value=19), max_size=6),
+    added=st.integers(min_value=0, max_value=4),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+)
+def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed, added, query):
+    def record(i: int, text: list[str], importance: float = 0.5):
+        return mem(
+            f"mem_{i:03d}",
+            " ".join(text),
+            importance=importance,
+            keywords=keywords(" ".join(text)),
+            ref=i + 1,
+        )
+
+    before = {i: record(i, w) for i, w in enumerate(words)}
+    after = dict(before)
+    upserts = []
+    for i in sorted(changed):
+        if i in before:
+            after[i] = record(i, [*words[i], "paris"], importance=0.9)
+            upserts.append(after[i])
+    for n in range(added):
+        i = len(words) + n
+        after[i] = record(i, ["garden", WORDS[n]])
+        upserts.append(after[i])
+    gone = [i for i in sorted(removed) if i in after and i < len(words) and i not in changed]
+    for i in gone:
+        del after[i]
+    view = build(list(before.values()), [], []).patch(
+        [(m, (MODEL, m.embedding)) for m in upserts],
+        [f"mem_{i:03d}" for i in gone],
+        [],
+    )
+    fresh = build(sorted(after.values(), key=lambda m: m.id), [], [])
+    text = " ".join(query)
+    scores = {}
+    for each in (view, fresh):
+        rel = each.relevance(
+            query_vector=vector(query),
+            query_model=MODEL,
+            query_terms=keywords(text),
+            lexical_weight=0.3,
+        )
+        live = each.corpus.live
+        scores[id(each)] = {
+            each.corpus.ids[i]: round(float(rel[i]), 9) for i in range(len(rel)) if live[i]
+        }
+        assert {m.id for m in each.memories} == {m.id for m in after.values()}
+    assert scores[id(view)] == scores[id(fresh)]
+    picks = [
+        each.shortlist(
+            each.relevance(
+                query_vector=vector(query),
+                query_model=MODEL,
+                query_terms=keywords(text),
+                lexical_weight=0.3,
+            ),
+            strategy="scored",
+            now=NOW,
+            weights=Weights(),
+            half_life_hours=168.0,
+            relevance_floor=0.8,
+            include_sensitive=False,
+            limit=5,
+        )
+        for each in (view, fresh)
+    ]
+    assert picks[0].relevance == picks[1].relevance
