@@ -28,7 +28,6 @@ from sqlalchemy import delete, func, insert, select
 
 from memlane.config.settings import load_settings
 from memlane.models.db import get_engine, unit_of_work
-from memlane.models.schemas import ExtractedEpisode
 from memlane.models.store import context_items, refs
 from memlane.models.tables import (
     EpisodeRow,
@@ -39,6 +38,7 @@ from memlane.models.tables import (
     UserState,
 )
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.records import ExtractedEpisode
 from memlane.workers.embedders import Embedder, get_embedder
 
 VERSION = 1

@@ -28,9 +28,9 @@ from bench.common import (
 )
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
-from memlane.models.schemas import ExtractedMemory
 from memlane.models.store import memories
 from memlane.pipeline import dedup
+from memlane.pipeline.records import ExtractedMemory
 
 
 def sightings(count: int) -> list[dedup.Sighting]:

@@ -54,11 +54,12 @@ from memlane.config.settings import Settings, load_settings
 from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.db import get_engine, unit_of_work
-from memlane.models.schemas import Category, MemoryCreate, TranscriptIn
+from memlane.models.schemas import MemoryCreate, TranscriptIn
 from memlane.models.store import context_items, memories
 from memlane.models.tables import Base
 from memlane.pipeline.keywords import STOPWORDS, keywords, stem, tokens
 from memlane.pipeline.lexical import bm25_scores
+from memlane.pipeline.records import Category
 from memlane.pipeline.tokens import encoding_for_model
 
 EVAL = Path(__file__).resolve().parents[1] / "examples" / "eval"

@@ -23,11 +23,11 @@ import tiktoken
 
 from bench import dataset
 from bench.common import Report, latency_summary, parser, time_calls
-from memlane.models.schemas import MemoryRecord
 from memlane.pipeline import assembly
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssemblyInput
+from memlane.pipeline.records import MemoryRecord
 from memlane.pipeline.tokens import count_tokens, get_encoding
 
 ENCODINGS = ("o200k_base", "cl100k_base")

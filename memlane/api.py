@@ -38,15 +38,11 @@ from memlane.models.schemas import (
     JobPublic,
     MemoryCreate,
     MemoryPublic,
-    MemoryStatus,
-    Procedure,
-    SoulBlock,
-    SoulKind,
-    Tier,
     TranscriptIn,
 )
 from memlane.pipeline.assembly_types import ContextPack
 from memlane.pipeline.context_format import Style
+from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
 from memlane.pipeline.scoring import Strategy
 from memlane.readiness import check_broker, check_database
 

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from memlane.cli_common import lane_session, stdout
-from memlane.models.schemas import Category, Tier
+from memlane.pipeline.records import Category, Tier
 
 if TYPE_CHECKING:
     from memlane.models.schemas import MemoryPublic

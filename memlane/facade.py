@@ -28,11 +28,6 @@ from memlane.models.schemas import (
     JobPublic,
     MemoryCreate,
     MemoryPublic,
-    MemoryStatus,
-    Procedure,
-    SoulBlock,
-    SoulKind,
-    Tier,
     TranscriptIn,
 )
 from memlane.models.store import (
@@ -57,6 +52,7 @@ from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import ConfigurationError, TranscriptError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import normalise_by_max
+from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
 from memlane.pipeline.scoring import (
     STRATEGIES,
     Strategy,

@@ -22,11 +22,11 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from memlane.models.db import read_unit
-from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.models.store import changes, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
 from memlane.models.store.memories import to_record
 from memlane.models.store.user_items import Vector
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.user_view import Record, UserView
 
 MB = 1024 * 1024

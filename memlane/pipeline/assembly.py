@@ -59,7 +59,6 @@ from typing import Generic, TypeVar
 
 import tiktoken
 
-from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
 from memlane.pipeline import assembly_filters as filters
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly_types import (
@@ -72,6 +71,7 @@ from memlane.pipeline.assembly_types import (
 )
 from memlane.pipeline.budget import validate_budget
 from memlane.pipeline.errors import BudgetError
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
 from memlane.pipeline.scoring import (
     ITEM_IMPORTANCE,
     RankedMemory,

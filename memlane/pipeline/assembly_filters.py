@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memlane.models.schemas import SOUL_KINDS, EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.assembly_types import AssemblyInput, DropReason
+from memlane.pipeline.records import SOUL_KINDS, EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.scoring import RankedMemory
 
 _WORD = re.compile(r"\w+")

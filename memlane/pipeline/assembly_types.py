@@ -14,8 +14,8 @@ from typing import Any, Literal
 import tiktoken
 from pydantic import Field, TypeAdapter
 
-from memlane.models.schemas import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
 from memlane.pipeline.context_format import JsonDict, Style
+from memlane.pipeline.records import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
 from memlane.pipeline.scoring import HALF_LIFE_HOURS, Strategy, Weights
 
 ItemSection = Literal["soul", "memory", "episode", "procedure"]

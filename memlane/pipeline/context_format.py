@@ -50,7 +50,7 @@ from functools import lru_cache
 from typing import Literal
 from xml.sax.saxutils import escape
 
-from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 
 Style = Literal["default", "compact"]
 STYLES: tuple[Style, ...] = ("default", "compact")

@@ -37,8 +37,8 @@ from functools import partial
 from itertools import combinations
 from typing import Literal
 
-from memlane.models.schemas import ExtractedMemory, MemoryRecord
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.records import ExtractedMemory, MemoryRecord
 from memlane.pipeline.similarity import (
     DEFAULT_MIN_KEYWORDS,
     DEFAULT_THRESHOLD,

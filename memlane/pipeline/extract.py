@@ -39,15 +39,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlane.models.schemas import (
+from memlane.pipeline.errors import ExtractionError
+from memlane.pipeline.prompts import MAX_MEMORIES
+from memlane.pipeline.records import (
     CATEGORIES,
     Category,
     ExtractedEpisode,
     ExtractedMemory,
     Extraction,
 )
-from memlane.pipeline.errors import ExtractionError
-from memlane.pipeline.prompts import MAX_MEMORIES
 
 MAX_ANSWER_CHARS = 100_000
 MAX_CONTENT_CHARS = 1_000

@@ -36,14 +36,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlane.models.schemas import (
-    ExtractedEpisode,
-    ExtractedMemory,
-    Extraction,
-    ExtractionWindow,
-    Role,
-    StoredMessage,
-)
 from memlane.pipeline.keywords import STOPWORDS, tokens
 from memlane.pipeline.offline_rules import (
     ASSISTANT_RULES,
@@ -60,6 +52,14 @@ from memlane.pipeline.offline_rules import (
 )
 from memlane.pipeline.offline_text import clauses, sentences, third_person_sentence
 from memlane.pipeline.prompts import MAX_MEMORIES
+from memlane.pipeline.records import (
+    ExtractedEpisode,
+    ExtractedMemory,
+    Extraction,
+    ExtractionWindow,
+    Role,
+    StoredMessage,
+)
 
 MAX_TOPICS = 5
 MAX_REQUEST_CHARS = 160

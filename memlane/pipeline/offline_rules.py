@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from memlane.models.schemas import Category, Role
 from memlane.pipeline.offline_text import ADVERBS
+from memlane.pipeline.records import Category, Role
 
 
 @dataclass(frozen=True, slots=True)

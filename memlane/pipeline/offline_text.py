@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from memlane.models.schemas import Role
+from memlane.pipeline.records import Role
 
 MAX_MEMORY_CHARS = 200
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 from xml.sax.saxutils import escape
 
-from memlane.models.schemas import CATEGORIES, ExtractionWindow, StoredMessage
+from memlane.pipeline.records import CATEGORIES, ExtractionWindow, StoredMessage
 
 # The design's cap on memories per extraction (Extraction.memories has max_length 10).
 MAX_MEMORIES = 10

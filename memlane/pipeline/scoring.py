@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from memlane.models.schemas import MemoryRecord
+from memlane.pipeline.records import MemoryRecord
 
 Strategy = Literal["scored", "recent", "important", "balanced"]
 STRATEGIES: tuple[Strategy, ...] = ("scored", "recent", "important", "balanced")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from memlane.models.schemas import MemoryRecord
+from memlane.pipeline.records import MemoryRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,10 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
-from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.budget import MIN_MEMORY_LINE_TOKENS
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.relevance import (
     Corpus,
     CorpusItem,

@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
 
-from memlane.models.schemas import Extraction, ExtractionWindow
 from memlane.pipeline.backoff import parse_retry_after
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extract import parse_extraction
 from memlane.pipeline.prompts import build_extraction_messages
+from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.errors import PermanentLLMError, TransientLLMError
 
 # Statuses below 500 that mean "not now" rather than "never": request timeout, conflict,

@@ -17,12 +17,12 @@ from typing import Literal
 
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
-from memlane.models.schemas import Extraction, ExtractionWindow
 from memlane.models.store import context_items, conversations, jobs, memories
 from memlane.pipeline import dedup, tiers
 from memlane.pipeline.backoff import compute_backoff
 from memlane.pipeline.errors import ExtractionError, MemlaneError
 from memlane.pipeline.offline_extractor import extract_offline
+from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.embedders import get_embedder
 from memlane.workers.errors import PermanentLLMError, TransientLLMError
 from memlane.workers.indexing import index_if_large

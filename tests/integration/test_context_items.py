@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from memlane.models.db import unit_of_work
-from memlane.models.schemas import ExtractedEpisode
 from memlane.models.store import context_items
+from memlane.pipeline.records import ExtractedEpisode
 
 
 def test_one_read_gives_what_the_three_reads_give(db_url: str, now: datetime) -> None:

@@ -11,14 +11,14 @@ from types import ModuleType
 
 import pytest
 
-from memlane.models.schemas import (
+from memlane.pipeline.errors import ConfigurationError, ExtractionError
+from memlane.pipeline.prompts import build_extraction_messages
+from memlane.pipeline.records import (
     ExtractedEpisode,
     ExtractedMemory,
     ExtractionWindow,
     StoredMessage,
 )
-from memlane.pipeline.errors import ConfigurationError, ExtractionError
-from memlane.pipeline.prompts import build_extraction_messages
 from memlane.workers.embedders import LiteLLMEmbedder
 from memlane.workers.errors import PermanentLLMError, TransientLLMError
 from memlane.workers.llm import call_extraction_llm, load_litellm

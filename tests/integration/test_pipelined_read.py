@@ -12,10 +12,10 @@ from sqlalchemy import bindparam, func, select
 
 from memlane.models.db import autocommit_engine, read_unit, unit_of_work
 from memlane.models.pipelined import compile_read, run_reads
-from memlane.models.schemas import ExtractedEpisode
 from memlane.models.store import assembly_reads, context_items
 from memlane.models.store.assembly_reads import CandidateQuery, QueryVector
 from memlane.models.tables import MemoryRow
+from memlane.pipeline.records import ExtractedEpisode
 from tests.integration.conftest import PG_ADMIN_URL
 from tests.integration.test_store_memories import add
 

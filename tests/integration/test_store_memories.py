@@ -5,11 +5,12 @@ from datetime import datetime, timedelta
 import pytest
 
 from memlane.models.db import unit_of_work
-from memlane.models.schemas import ExtractedMemory, MemoryCreate
+from memlane.models.schemas import MemoryCreate
 from memlane.models.store import assembly_reads, memories
 from memlane.pipeline import dedup
 from memlane.pipeline.errors import NotFoundError
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.records import ExtractedMemory
 
 
 def add(url: str, now: datetime, content: str, *, user: str = "u1", vector=None, **fields):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from memlane.models.schemas import MemoryRecord
 from memlane.models.store.assembly_reads import _COLUMNS, _record
+from memlane.pipeline.records import MemoryRecord
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 # The candidates statement's layout: the record columns, then cosine and text rank.

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline import context_format as fmt
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.tokens import count_tokens, get_encoding
 
 CREATED = datetime(2026, 1, 15, 9, 30, tzinfo=UTC)

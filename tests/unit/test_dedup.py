@@ -13,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.models.schemas import ExtractedMemory, MemoryRecord, MemoryStatus
 from memlane.pipeline.dedup import (
     DedupPlan,
     PlannedBump,
@@ -30,6 +29,7 @@ from memlane.pipeline.dedup import (
     plan,
 )
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.records import ExtractedMemory, MemoryRecord, MemoryStatus
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(days=30)

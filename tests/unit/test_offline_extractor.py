@@ -14,16 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.models.schemas import (
-    ExtractedMemory,
-    ExtractionWindow,
-    Role,
-    StoredMessage,
-    TranscriptIn,
-)
+from memlane.models.schemas import TranscriptIn
 from memlane.pipeline.cadence import due_windows
 from memlane.pipeline.keywords import polarity
 from memlane.pipeline.offline_extractor import episode_topics, extract_offline
+from memlane.pipeline.records import ExtractedMemory, ExtractionWindow, Role, StoredMessage
 from tests.conftest import EXAMPLES
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -511,7 +506,8 @@ def test_a_statement_inside_an_injected_instruction_is_never_extracted(template,
 ONE_EXAMPLE = """
 import json, sys
 from datetime import UTC, datetime
-from memlane.models.schemas import ExtractionWindow, StoredMessage, TranscriptIn
+from memlane.models.schemas import TranscriptIn
+from memlane.pipeline.records import ExtractionWindow, StoredMessage
 from memlane.pipeline.offline_extractor import extract_offline
 t = TranscriptIn.model_validate_json(open(sys.argv[1], encoding="utf-8").read())
 messages = [StoredMessage(conversation_id="c", seq=i, role=m.role, content=m.content,

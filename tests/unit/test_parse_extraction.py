@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.models.schemas import CATEGORIES, ExtractedEpisode, ExtractedMemory, Extraction
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extract import MAX_ANSWER_CHARS, parse_extraction
+from memlane.pipeline.records import CATEGORIES, ExtractedEpisode, ExtractedMemory, Extraction
 
 EPISODE = {"summary": "Auth migration planning.", "topics": ["auth0"], "outcome": None}
 

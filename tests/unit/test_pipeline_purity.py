@@ -44,9 +44,9 @@ FORBIDDEN_LIBRARIES = frozenset(
 # The standard library loads these itself (email.utils imports socket), so only a
 # direct import of them counts.
 LOADED_BY_THE_STANDARD_LIBRARY = frozenset({"socket", "subprocess"})
-# Inside the project, the pipeline may use only itself and the pydantic schemas.
+# Inside the project, the pipeline may use only itself (its records included).
 PROJECT = "memlane"
-ALLOWED_PROJECT_MODULES = ("memlane.pipeline", "memlane.models.schemas")
+ALLOWED_PROJECT_MODULES = ("memlane.pipeline",)
 ENVIRONMENT_NAMES = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 CLOCK_METHODS = frozenset({"now", "utcnow", "today"})
 CLOCK_FUNCTIONS = frozenset(
@@ -70,9 +70,9 @@ def _import_violations(tree: ast.AST) -> list[str]:
     problems: list[str] = []
     for module in _imported_modules(tree):
         root = module.split(".")[0]
-        # "from memlane.models import schemas" also yields the bare packages: allowed, since
-        # what it brings in is listed separately as "memlane.models.schemas".
-        allowed = module in ("memlane", "memlane.models") or any(
+        # "from memlane.pipeline import x" also yields the bare package "memlane": allowed,
+        # since what it brings in is listed separately as "memlane.pipeline.x".
+        allowed = module == "memlane" or any(
             module == name or module.startswith(name + ".") for name in ALLOWED_PROJECT_MODULES
         )
         if root in FORBIDDEN_LIBRARIES or (root == PROJECT and not allowed):
@@ -126,6 +126,8 @@ def test_pipeline_module_is_pure(path: Path) -> None:
         "from memlane.models import store",
         "from memlane.config.settings import get_settings",
         "import memlane.workers.tasks",
+        "from memlane.models.schemas import TranscriptIn",
+        "from memlane.models import schemas",
         "from memlane.facade import Memlane",
         "from memlane import Memlane",
         "import os\nx = os.environ['X']",
@@ -147,8 +149,8 @@ def test_the_checker_catches(source: str) -> None:
 @pytest.mark.parametrize(
     "source",
     [
-        "from memlane.models.schemas import MemoryRecord",
-        "from memlane.models import schemas",
+        "from memlane.pipeline.records import MemoryRecord",
+        "from memlane.pipeline import records",
         "from memlane.pipeline.keywords import keywords",
         "import tiktoken\nimport snowballstemmer",
         "from datetime import datetime, timedelta\ndef f(now: datetime): return now",
@@ -179,8 +181,4 @@ def test_importing_the_pipeline_loads_no_io_library() -> None:
     roots = {name.split(".")[0] for name in loaded}
     assert roots & (FORBIDDEN_LIBRARIES - LOADED_BY_THE_STANDARD_LIBRARY) == set()
     project = {name for name in loaded if name.split(".")[0] == PROJECT}
-    assert {n for n in project if not n.startswith("memlane.pipeline")} <= {
-        "memlane",
-        "memlane.models",
-        "memlane.models.schemas",
-    }
+    assert {n for n in project if not n.startswith("memlane.pipeline")} <= {"memlane"}

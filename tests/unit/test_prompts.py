@@ -11,19 +11,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.models.schemas import (
+from memlane.pipeline.prompts import (
+    EXTRACTION_JSON_SCHEMA,
+    EXTRACTION_RESPONSE_FORMAT,
+    build_extraction_messages,
+    render_transcript,
+)
+from memlane.pipeline.records import (
     ExtractedEpisode,
     ExtractedMemory,
     Extraction,
     ExtractionWindow,
     Role,
     StoredMessage,
-)
-from memlane.pipeline.prompts import (
-    EXTRACTION_JSON_SCHEMA,
-    EXTRACTION_RESPONSE_FORMAT,
-    build_extraction_messages,
-    render_transcript,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.models.schemas import MemoryRecord
+from memlane.pipeline.records import MemoryRecord
 from memlane.pipeline.scoring import (
     STRATEGIES,
     Strategy,

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memlane.models.schemas import MemoryRecord
+from memlane.pipeline.records import MemoryRecord
 from memlane.pipeline.tiers import earns_verified, promotions
 
 T = datetime(2026, 1, 1, tzinfo=UTC)

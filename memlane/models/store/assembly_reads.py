@@ -59,7 +59,6 @@ from sqlalchemy.orm import Session
 
 from memlane.models.db import autocommit_engine, read_unit
 from memlane.models.pipelined import CompiledRead, compile_read, run_reads
-from memlane.models.schemas import MemoryRecord
 from memlane.models.store.context_items import (
     ContextItems,
     context_items,
@@ -69,6 +68,7 @@ from memlane.models.store.context_items import (
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import bm25_scores
+from memlane.pipeline.records import MemoryRecord
 
 # Enough for any question; a pasted essay as the query must not become a huge tsquery.
 MAX_QUERY_TERMS = 32

@@ -26,7 +26,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from memlane.models.schemas import (
+from memlane.models.store import changes, refs
+from memlane.models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
+from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.records import (
     SOUL_KINDS,
     EpisodeRecord,
     ExtractedEpisode,
@@ -34,9 +37,6 @@ from memlane.models.schemas import (
     SoulBlock,
     SoulKind,
 )
-from memlane.models.store import changes, refs
-from memlane.models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
-from memlane.pipeline.errors import NotFoundError
 
 
 def _insert(session: Session) -> Any:

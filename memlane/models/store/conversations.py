@@ -11,9 +11,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from memlane.models.schemas import StoredMessage, TranscriptIn
+from memlane.models.schemas import TranscriptIn
 from memlane.models.tables import Conversation, Message
 from memlane.pipeline.errors import TranscriptError
+from memlane.pipeline.records import StoredMessage
 
 
 @dataclass(frozen=True, slots=True)

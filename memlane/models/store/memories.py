@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 from sqlalchemy import case, delete, func, select, text, update
 from sqlalchemy.orm import Session
 
-from memlane.models.schemas import MemoryCreate, MemoryPublic, MemoryRecord, MemoryStatus, Tier
+from memlane.models.schemas import MemoryCreate, MemoryPublic
 from memlane.models.store import changes, refs
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.records import MemoryRecord, MemoryStatus, Tier
 from memlane.pipeline.similarity import min_shared_keywords
 
 if TYPE_CHECKING:  # the plan's shape only; the store runs no pipeline code

@@ -18,9 +18,9 @@ import numpy.typing as npt
 from sqlalchemy import LargeBinary, func, select, type_coerce
 from sqlalchemy.orm import Session, defer
 
-from memlane.models.schemas import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.models.store.context_items import episode_record, procedures, soul_blocks
 from memlane.models.tables import EpisodeRow, MemoryRow
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 
 Vector = npt.NDArray[np.float32]
 
