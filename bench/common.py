@@ -33,6 +33,9 @@ PG_ADMIN_URL = os.environ.get(
     "MEMLANE_BENCH_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_URL = os.environ.get("MEMLANE_BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
+# Appended to every scratch database's name, so that two checkouts can run benchmarks (or
+# the bench smoke tests) side by side without migrating each other's databases.
+DB_SUFFIX = os.environ.get("MEMLANE_BENCH_DB_SUFFIX", "")
 SIZES = ("tiny", "full")
 
 
@@ -181,6 +184,7 @@ def pg_url(database: str) -> str:
 def pg_database(database: str, *, fresh: bool = False) -> str:
     """A migrated PostgreSQL database of that name (created, or dropped and re-created
     when `fresh`); returns its SQLAlchemy URL."""
+    database += DB_SUFFIX
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
         query = "SELECT 1 FROM pg_database WHERE datname = %s"
         exists = conn.execute(query, (database,)).fetchone() is not None
@@ -195,6 +199,7 @@ def pg_database(database: str, *, fresh: bool = False) -> str:
 
 
 def sqlite_database(path: Path, *, fresh: bool = False) -> str:
+    path = path.with_name(path.stem + DB_SUFFIX + path.suffix)
     if fresh:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-import tiktoken
 from pydantic import ValidationError
 
 from memlane.background import AccessRecorder, PackWriter
@@ -280,78 +279,28 @@ class Memlane:
             budget = s.default_budget_tokens
         if query_embedding is None and query:
             query_embedding = embed_query(self.embedder, query)
-        weights = weights or Weights(**s.weights.model_dump())
-        encoding = encoding_for_model(model or s.token_model)
         style = style or s.context_style
-        view_result = None
-        if s.working_set_mb > 0:
-            view_result = self._assemble_from_view(
-                user_id,
-                query,
-                query_embedding,
-                strategy=strategy,
-                budget=budget,
-                now=now,
-                encoding=encoding,
-                weights=weights,
-                style=style,
-                include_sensitive=include_sensitive,
-            )
-        if view_result is not None:
-            self._pack_writer().submit(view_result.pack_data)
-            self._access_recorder().add(view_result.included_memory_ids, now)
-            return view_result
-        query_vector = (
-            assembly_reads.QueryVector(self.embedder.name, query_embedding)
-            if query_embedding
-            else None
-        )
-
-        wanted = assembly_reads.CandidateQuery(
-            now=now,
+        # What both reads hand the assembler; each adds the items it found.
+        request = AssemblyInput(
+            retrieval_mode="",
+            user_id=user_id,
+            query=query,
             strategy=strategy,
-            query_vector=query_vector,
-            # weight 0 turns the lexical half off, reads included
-            query_text=query if self.lexical_weight > 0 else None,
-            top_k=s.vector_top_k,
-            strategy_top_k=strategy_top_k(budget, s.memory_share, s.strategy_top_k, style),
-            lexical_top_k=s.lexical_top_k,
+            budget_tokens=budget,
+            now=now,
+            encoding=encoding_for_model(model or s.token_model),
+            style=style,
+            weights=weights or Weights(**s.weights.model_dump()),
+            half_life_hours=s.half_life_hours,
+            memory_share=s.memory_share,
+            relevance_floor=s.relevance_floor,
             include_sensitive=include_sensitive,
-            approximate=wants_hnsw(s.vector_index, self.embedder.name),
         )
-        candidates, items = assembly_reads.read_for_assembly(
-            self.url,
-            user_id,
-            wanted,
-            episode_limit=10,
-            embed_for=self._query_in(query) if query else None,
-        )
-        procedures = items.procedures
-
-        query_words = keywords(query) if query else frozenset()
-        result = assemble_context(
-            AssemblyInput(
-                user_id=user_id,
-                query=query,
-                strategy=strategy,
-                budget_tokens=budget,
-                now=now,
-                encoding=encoding,
-                style=style,
-                relevance_floor=s.relevance_floor,
-                retrieval_mode=candidates.retrieval_mode,
-                memories=candidates.memories,
-                relevance=blend_relevance(candidates, self.lexical_weight),
-                weights=weights,
-                half_life_hours=s.half_life_hours,
-                soul_blocks=items.soul_blocks,
-                episodes=items.episodes,
-                procedures=procedures,
-                procedure_ids=frozenset(p.id for p in procedures if p.keywords & query_words),
-                memory_share=s.memory_share,
-                include_sensitive=include_sensitive,
-            )
-        )
+        result = None
+        if s.working_set_mb > 0 and strategy != "recent":
+            result = self._assemble_from_view(request, query_embedding)
+        if result is None:
+            result = self._assemble_from_store(request, query_embedding)
         # Off the request path: a background thread serialises, logs and saves the pack,
         # and another hands the included ids to the dispatcher a few times a second
         # (accessed_at moves in a worker); neither is waited for.
@@ -360,31 +309,19 @@ class Memlane:
         return result
 
     def _assemble_from_view(
-        self,
-        user_id: str,
-        query: str | None,
-        query_embedding: Sequence[float] | None,
-        *,
-        strategy: Strategy,
-        budget: int,
-        now: datetime,
-        encoding: tiktoken.Encoding,
-        weights: Weights,
-        style: Style,
-        include_sensitive: bool,
+        self, request: AssemblyInput, query_embedding: Sequence[float] | None
     ) -> AssembledContext | None:
         """Assembly from the user's working set: every item ranked at once, the shortlist
-        through the assembler's rules. None when the store read must serve the user: the
-        `recent` strategy (it orders by what contexts showed, which the working set does
-        not follow), a user too large for the working set, or one whose vectors belong to
-        two embedders while `memlane reembed` runs."""
-        if strategy == "recent":
-            return None
+        through the assembler's rules. None when the store read must serve the user: a
+        user too large for the working set, or one whose vectors belong to two embedders
+        while `memlane reembed` runs. (The `recent` strategy orders by what contexts
+        showed, which the working set does not follow: the caller sends it to the store.)"""
         s = self.settings
         embedder = self.embedder
-        view = self._working_set().view(user_id, model=embedder.name, dim=embedder.dim)
+        view = self._working_set().view(request.user_id, model=embedder.name, dim=embedder.dim)
         if view is None:
             return None
+        query = request.query
         scores = (
             view.relevance(
                 query_vector=query_embedding,
@@ -397,34 +334,69 @@ class Memlane:
         )
         shortlist = view.shortlist(
             scores,
-            strategy=strategy,
-            now=now,
-            weights=weights,
+            strategy=request.strategy,
+            now=request.now,
+            weights=request.weights,
             half_life_hours=s.half_life_hours,
             relevance_floor=s.relevance_floor,
-            include_sensitive=include_sensitive,
-            limit=view.shortlist_size(budget, style),
+            include_sensitive=request.include_sensitive,
+            limit=view.shortlist_size(request.budget_tokens, request.style),
         )
         return assemble_context(
-            AssemblyInput(
-                user_id=user_id,
-                query=query,
-                strategy=strategy,
-                budget_tokens=budget,
-                now=now,
-                encoding=encoding,
-                style=style,
+            replace(
+                request,
                 retrieval_mode="working-set",
                 memories=shortlist.memories,
                 relevance=shortlist.relevance,
-                weights=weights,
-                half_life_hours=s.half_life_hours,
                 soul_blocks=view.soul_blocks,
                 episodes=shortlist.episodes,
                 procedures=shortlist.procedures,
-                memory_share=s.memory_share,
-                relevance_floor=s.relevance_floor,
-                include_sensitive=include_sensitive,
+            )
+        )
+
+    def _assemble_from_store(
+        self, request: AssemblyInput, query_embedding: Sequence[float] | None
+    ) -> AssembledContext:
+        """Assembly from a candidate read of the store (the working set's fallback)."""
+        s = self.settings
+        query = request.query
+        query_vector = (
+            assembly_reads.QueryVector(self.embedder.name, query_embedding)
+            if query_embedding
+            else None
+        )
+        wanted = assembly_reads.CandidateQuery(
+            now=request.now,
+            strategy=request.strategy,
+            query_vector=query_vector,
+            # weight 0 turns the lexical half off, reads included
+            query_text=query if self.lexical_weight > 0 else None,
+            top_k=s.vector_top_k,
+            strategy_top_k=strategy_top_k(
+                request.budget_tokens, s.memory_share, s.strategy_top_k, request.style
+            ),
+            lexical_top_k=s.lexical_top_k,
+            include_sensitive=request.include_sensitive,
+            approximate=wants_hnsw(s.vector_index, self.embedder.name),
+        )
+        candidates, items = assembly_reads.read_for_assembly(
+            self.url,
+            request.user_id,
+            wanted,
+            episode_limit=10,
+            embed_for=self._query_in(query) if query else None,
+        )
+        query_words = keywords(query) if query else frozenset()
+        return assemble_context(
+            replace(
+                request,
+                retrieval_mode=candidates.retrieval_mode,
+                memories=candidates.memories,
+                relevance=blend_relevance(candidates, self.lexical_weight),
+                soul_blocks=items.soul_blocks,
+                episodes=items.episodes,
+                procedures=items.procedures,
+                procedure_ids=frozenset(p.id for p in items.procedures if p.keywords & query_words),
             )
         )
 

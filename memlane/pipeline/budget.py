@@ -84,9 +84,3 @@ def strategy_top_k(
     half empty for want of candidates (108,900 tokens × 0.5 → 3,025 default lines)."""
     fits = math.ceil(budget_tokens * memory_share / MIN_MEMORY_LINE_TOKENS[style])
     return max(configured, fits)
-
-
-def shortlist_size(budget_tokens: int, style: str = "default") -> int:
-    """How many items of a ranked store the assembler walks: twice as many lines as the
-    budget could hold, at least 100 (pipeline.user_view)."""
-    return max(100, 2 * math.ceil(budget_tokens / MIN_MEMORY_LINE_TOKENS[style]))

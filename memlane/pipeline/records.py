@@ -96,11 +96,12 @@ class MemoryRecord(Frozen):
     confirmed_at: datetime
     accessed_at: datetime
     ref: int | None = None
-    embedding: tuple[float, ...] | None = None
     source_conversation_id: str | None = None
     source_job_id: str | None = None
     # Highest message seq (in source_conversation_id) that has evidenced this memory.
     evidence_seq: int | None = None
+    # last: the store's fast record builder (memories.stored_record) appends it
+    embedding: tuple[float, ...] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -77,22 +77,23 @@ def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
     return CorpusItem(record.id, procedure_keywords(record))
 
 
+# UserView's per-row fields, in the order `_columns` fills them.
+COLUMNS = (
+    "importance",
+    "raw_importance",
+    "stated",
+    "created",
+    "confirmations",
+    "expires",
+    "sensitive",
+    "free",
+    "kind",
+)
+
+
 def _columns(records: Sequence[Record]) -> dict[str, npt.NDArray[np.float64]]:
     """The per-row values the composite and the filters need (UserView's fields)."""
-    columns: dict[str, list[float]] = {
-        name: []
-        for name in (
-            "importance",
-            "raw_importance",
-            "stated",
-            "created",
-            "confirmations",
-            "expires",
-            "sensitive",
-            "free",
-            "kind",
-        )
-    }
+    columns: dict[str, list[float]] = {name: [] for name in COLUMNS}
     for record in records:
         values: tuple[float, ...]
         if isinstance(record, MemoryRecord):
@@ -173,21 +174,16 @@ class UserView:
         memory_chars: int,
         memory_count: int,
     ) -> UserView:
+        typed = {"sensitive": np.bool_, "free": np.bool_, "kind": np.int8}
         return cls(
             records=records,
             soul_blocks=soul_blocks,
             corpus=corpus,
-            importance=columns["importance"],
-            raw_importance=columns["raw_importance"],
-            stated=columns["stated"],
-            created=columns["created"],
-            confirmations=columns["confirmations"],
-            expires=columns["expires"],
-            sensitive=columns["sensitive"].astype(np.bool_),
-            free=columns["free"].astype(np.bool_),
-            kind=columns["kind"].astype(np.int8),
             memory_chars=memory_chars,
             memory_count=memory_count,
+            **{
+                name: values.astype(typed.get(name, np.float64)) for name, values in columns.items()
+            },
         )
 
     def patch(
@@ -201,24 +197,10 @@ class UserView:
         corpus, rows = patch_corpus(self.corpus, [_corpus_item(r, v) for r, v in upserts], removed)
         n = len(corpus)
         records = list(self.records) + [None] * (n - len(self.records))
-        old = {
-            name: getattr(self, name)
-            for name in (
-                "importance",
-                "raw_importance",
-                "stated",
-                "created",
-                "confirmations",
-                "expires",
-                "sensitive",
-                "free",
-                "kind",
-            )
-        }
         grown = n - len(self.records)
         columns = {
-            name: np.concatenate([values.astype(np.float64), np.zeros(grown)])
-            for name, values in old.items()
+            name: np.concatenate([getattr(self, name).astype(np.float64), np.zeros(grown)])
+            for name in COLUMNS
         }
         fresh = _columns([record for record, _ in upserts])
         for i, row in enumerate(rows):

@@ -11,7 +11,7 @@ from memlane.models.db import get_engine, unit_of_work
 from memlane.models.schemas import MemoryCreate
 from memlane.models.store import context_items, memories
 from memlane.models.tables import Base
-from tests.integration.conftest import PG_ADMIN_URL
+from tests.integration.conftest import PG_ADMIN_URL, PG_DB
 
 
 def _tables(url: str) -> set[str]:
@@ -32,7 +32,7 @@ def test_sqlite_migrates_up_down_and_up_again(tmp_path: Path) -> None:
 def test_postgres_migrates_up_down_and_up_again(pg_url: str) -> None:
     import psycopg
 
-    scratch = "memlane_migration_test"
+    scratch = f"{PG_DB}_migration"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{scratch}"')
@@ -151,7 +151,7 @@ def _toasted_after_a_long_memory(url: str) -> int:
 def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -> None:
     import psycopg
 
-    scratch = "memlane_migration_0002_test"
+    scratch = f"{PG_DB}_migration_0002"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{scratch}"')
@@ -295,7 +295,7 @@ def test_0005_dates_by_messages_and_numbers_items_on_sqlite(tmp_path: Path) -> N
 def test_0005_dates_by_messages_and_numbers_items_on_postgres(pg_url: str) -> None:
     import psycopg
 
-    scratch = "memlane_migration_0005_test"
+    scratch = f"{PG_DB}_migration_0005"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{scratch}"')

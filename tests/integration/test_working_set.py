@@ -19,6 +19,8 @@ from memlane.models.store import changes, context_items
 from memlane.models.working_set import WorkingSet
 from memlane.workers.embedders import get_embedder
 
+NOW = datetime(2026, 3, 1, 12, 0).astimezone()
+
 
 @pytest.fixture
 def reader(db_url: str) -> Iterator[Memlane]:
@@ -117,9 +119,6 @@ def test_the_change_number_moves_once_per_writing_transaction(db_url: str) -> No
     assert found.version == after and len(found.soul_blocks) == 2
     with unit_of_work(db_url) as session:
         assert not changes.since(session, "u1", after)
-
-
-NOW = datetime(2026, 3, 1, 12, 0).astimezone()
 
 
 def test_the_bound_holds_under_a_stream_of_users(db_url: str) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from memlane.models.store.assembly_reads import _COLUMNS, _record
+from memlane.models.store.memories import stored_record
+from memlane.models.store.user_items import _NAMES
 from memlane.pipeline.records import MemoryRecord
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -43,8 +45,6 @@ def test_a_record_is_what_model_construct_and_validation_give() -> None:
 
 
 def test_a_stored_record_is_what_model_construct_gives() -> None:
-    from memlane.models.store.user_items import _NAMES, stored_record
-
     values = dict(
         id="mem_1",
         user_id="u1",

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.budget import shortlist_size
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.scoring import Weights
@@ -119,7 +118,7 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
         )
     except BudgetError:
         return  # pinned alone over the budget: no ranking to compare
-    for limit in (shortlist_size(budget), 5):
+    for limit in (len(memories) + len(episodes) + len(procedures), 5):
         shortlist = view.shortlist(
             relevance,
             strategy=strategy,

@@ -65,6 +65,7 @@ from memlane.models.store.context_items import (
     items_from_rows,
     items_statement,
 )
+from memlane.models.store.memories import stored_record
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import bm25_scores
@@ -145,16 +146,9 @@ def _strategy_orders(strategy: str) -> list[Any]:
 
 def _record(row: Any, at: dict[str, int]) -> MemoryRecord:
     """The MemoryRecord of one row; `at` maps a column name to its position in the row.
-
-    Rows come from memlane's own schema, so nothing is validated again. This sets what
-    `model_construct` sets (tests/unit/test_assembly_records.py checks it) at a sixth of
-    its cost, and reads the row by position: a Row's attribute access costs more than
-    the whole record (11 µs for a candidate's 17 columns on the bench machine)."""
-    memory = object.__new__(MemoryRecord)
-    setattr_ = object.__setattr__
-    setattr_(
-        memory,
-        "__dict__",
+    Read by position: a Row's attribute access costs more than the whole record (11 µs
+    for a candidate's 17 columns on the bench machine). Built by `memories.stored_record`."""
+    return stored_record(
         {
             "id": row[at["id"]],
             "user_id": row[at["user_id"]],
@@ -172,17 +166,11 @@ def _record(row: Any, at: dict[str, int]) -> MemoryRecord:
             "confirmed_at": row[at["confirmed_at"]],
             "accessed_at": row[at["accessed_at"]],
             "ref": row[at["ref"]],
-            "embedding": None,
             "source_conversation_id": None,
             "source_job_id": None,
             "evidence_seq": None,
-        },
+        }
     )
-    # __pydantic_fields__: `model_fields` is a descriptor, and slower than all the rest
-    setattr_(memory, "__pydantic_fields_set__", set(MemoryRecord.__pydantic_fields__))
-    setattr_(memory, "__pydantic_extra__", None)
-    setattr_(memory, "__pydantic_private__", None)
-    return memory
 
 
 def websearch_terms(query: str) -> str | None:

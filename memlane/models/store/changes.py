@@ -58,11 +58,6 @@ def stamp(session: Session, user_id: str) -> int:
     return number
 
 
-def forget_stamps(session: Session) -> None:
-    """Drop the cached numbers (a session that outlives its transaction)."""
-    session.info.pop(_STAMPS, None)
-
-
 def removed(session: Session, user_id: str, item_id: str) -> None:
     """Record that the user's item `item_id` was deleted outright."""
     number = stamp(session, user_id)

@@ -6,7 +6,7 @@ import hashlib
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import case, delete, func, select, text, update
 from sqlalchemy.orm import Session
@@ -57,6 +57,24 @@ def to_record(row: MemoryRow, *, with_embedding: bool = False) -> MemoryRecord:
         source_job_id=row.source_job_id,
         evidence_seq=row.evidence_seq,
     )
+
+
+_FIELDS_SET = frozenset(MemoryRecord.__pydantic_fields__)
+
+
+def stored_record(fields: dict[str, Any]) -> MemoryRecord:
+    """The MemoryRecord of a stored row's fields (all but `embedding`, which is None), as
+    `model_construct` builds it at a sixth of its cost: rows come from memlane's own
+    schema, so nothing is validated again, and the assembler's reads and a working set's
+    load build thousands (tests/unit/test_assembly_records.py checks the two agree)."""
+    memory = object.__new__(MemoryRecord)
+    setattr_ = object.__setattr__
+    setattr_(memory, "__dict__", {**fields, "embedding": None})
+    # __pydantic_fields__: `model_fields` is a descriptor, and slower than all the rest
+    setattr_(memory, "__pydantic_fields_set__", set(_FIELDS_SET))
+    setattr_(memory, "__pydantic_extra__", None)
+    setattr_(memory, "__pydantic_private__", None)
+    return memory
 
 
 def to_public(row: MemoryRow) -> MemoryPublic:

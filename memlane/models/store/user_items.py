@@ -19,6 +19,7 @@ from sqlalchemy import LargeBinary, func, select, type_coerce
 from sqlalchemy.orm import Session, defer
 
 from memlane.models.store.context_items import episode_record, procedures, soul_blocks
+from memlane.models.store.memories import stored_record
 from memlane.models.tables import EpisodeRow, MemoryRow
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 
@@ -75,24 +76,6 @@ _MEMORY_COLUMNS = (
     MemoryRow.evidence_seq,
 )
 _NAMES = [column.key for column in _MEMORY_COLUMNS]
-
-
-_FIELDS_SET = frozenset(MemoryRecord.__pydantic_fields__)
-_DEFAULTS = {"embedding": None}
-
-
-def stored_record(fields: dict[str, Any]) -> MemoryRecord:
-    """The MemoryRecord of a stored row's fields (every field but `embedding`), as
-    `model_construct` builds it but at a fraction of its cost: loading a user's 10k
-    memories is the first assembly's wait (tests/unit/test_assembly_records.py checks
-    the two agree)."""
-    memory = object.__new__(MemoryRecord)
-    setattr_ = object.__setattr__
-    setattr_(memory, "__dict__", {**fields, **_DEFAULTS})
-    setattr_(memory, "__pydantic_fields_set__", set(_FIELDS_SET))
-    setattr_(memory, "__pydantic_extra__", None)
-    setattr_(memory, "__pydantic_private__", None)
-    return memory
 
 
 def load(session: Session, user_id: str) -> UserItems:
