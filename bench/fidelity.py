@@ -1,8 +1,12 @@
-"""Fidelity of the assembler's candidate read on PostgreSQL: of the memories an exhaustive
-assembly includes (every visible memory of the user a candidate, with its exact cosine
-and text rank), the share the assembler includes from its few index-backed candidates,
-per top-k. Same store, query, budget and `now` on both sides; access records off, so no
-assembly changes the next one's recency.
+"""Fidelity of what the assembler reads, on PostgreSQL: of the memories an exhaustive
+assembly includes, the share an everyday one includes. Two reads, two tables:
+- the store read (the working set's fallback): every visible memory of the user a
+  candidate, with its exact cosine and text rank, against its few index-backed
+  candidates, per top-k;
+- the working set: every ranked item walked (MEMLANE_WALK_MARGIN=0) against the walk cut
+  where the items' estimated lines fill `walk_margin` budgets, per margin.
+Same store, query, budget and `now` on both sides; access records off, so no assembly
+changes the next one's recency.
 
     python -m bench.fidelity                  # 10k user, 50 queries, top-k 25 / 50 / 100
     python -m bench.fidelity --size tiny      # seconds: proves it runs
@@ -30,13 +34,26 @@ from memlane.pipeline.budget import strategy_top_k
 from memlane.workers.embedders import get_embedder
 
 PLANS: dict[str, dict[str, Any]] = {
-    "tiny": {"size": 200, "queries": 5, "top_k": [10, 50], "db": "memlane_bench_tiny"},
-    "full": {"size": 10_000, "queries": 50, "top_k": [25, 50, 100], "db": "memlane_bench"},
+    "tiny": {
+        "size": 200,
+        "queries": 5,
+        "top_k": [10, 50],
+        "margins": [1.5],
+        "db": "memlane_bench_tiny",
+    },
+    "full": {
+        "size": 10_000,
+        "queries": 50,
+        "top_k": [50, 250],
+        "margins": [1.1, 1.25, 1.5, 2.0],
+        "db": "memlane_bench",
+    },
 }
 
 
 def included(settings: Settings, user: str, questions: list[str], vectors: Any, args: Any) -> Any:
-    """The included memory ids and the candidates' count of each question's assembly."""
+    """The included memory ids and the memories' count in the pack of each question's
+    assembly."""
     with Memlane(settings, dispatcher=NoAccessRecords(settings)) as lane:
         for question, vector in zip(questions, vectors, strict=True):
             result = lane.assemble(
@@ -60,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     name = load_settings().embedding_model
     db = plan["db"] if name == "hashing" else f"{plan['db']}_{re.sub('[^a-z0-9]+', '_', name)}"
     url = pg_database(db)
-    base = load_settings(database_url=url, broker_url=None)
+    base = load_settings(database_url=url, broker_url=None, working_set_mb=0)
     embedder = get_embedder(base)
     user = dataset.ensure_user(url, plan["size"], log=lambda m: print(m, file=sys.stderr))
     if wants_hnsw(base.vector_index, embedder.name):
@@ -68,8 +85,39 @@ def main(argv: list[str] | None = None) -> int:
     questions = dataset.queries(plan["queries"])
     vectors = embedder.embed(questions)
     size = plan["size"]
-    # Every memory a candidate: each strategy order reads the whole user, the cosine is
-    # exact (no index), and the text rank is computed for every row.
+    columns = [
+        "read",
+        "memories",
+        "top_k",
+        "read_top_k",
+        "walk_margin",
+        "considered_mean",
+        "fidelity",
+    ]
+    report = Report("fidelity", columns)
+
+    def emit(read: str, truth: list[set[str]], settings: Settings, **cell: Any) -> None:
+        found = total = considered = 0
+        runs = included(settings, user, questions, vectors, args)
+        for want, (got, candidates) in zip(truth, runs, strict=True):
+            found += len(got & want)
+            total += len(want)
+            considered += candidates
+        report.emit(
+            read=read,
+            memories=size,
+            embedder=embedder.name,
+            strategy=args.strategy,
+            budget_tokens=args.budget,
+            **cell,
+            considered_mean=round(considered / len(questions), 1),
+            included=total,
+            found=found,
+            fidelity=round(found / total, 3) if total else None,
+        )
+
+    # The store read, every memory a candidate: each strategy order reads the whole user,
+    # the cosine is exact (no index), and the text rank is computed for every row.
     everything = base.model_copy(
         update={
             "vector_top_k": size,
@@ -79,30 +127,30 @@ def main(argv: list[str] | None = None) -> int:
         }
     )
     truth = [ids for ids, _ in included(everything, user, questions, vectors, args)]
-    columns = ["memories", "strategy", "top_k", "strategy_top_k", "candidates_mean", "fidelity"]
-    report = Report("fidelity", columns)
     for k in plan["top_k"]:
         settings = base.model_copy(
             update={"vector_top_k": k, "strategy_top_k": k, "lexical_top_k": k}
         )
-        found = total = considered = 0
-        runs = included(settings, user, questions, vectors, args)
-        for want, (got, candidates) in zip(truth, runs, strict=True):
-            found += len(got & want)
-            total += len(want)
-            considered += candidates
-        report.emit(
-            memories=size,
-            embedder=embedder.name,
-            strategy=args.strategy,
-            budget_tokens=args.budget,
+        # scaled up with the budget (memlane.pipeline.budget.strategy_top_k): the
+        # relevance reads to the lines the whole budget holds, the strategy orders to
+        # the lines the memories' share holds
+        emit(
+            "store",
+            truth,
+            settings,
             top_k=k,
-            # scaled up with the budget (memlane.pipeline.budget.strategy_top_k)
+            read_top_k=strategy_top_k(args.budget, 1.0, k),
             strategy_top_k=strategy_top_k(args.budget, base.memory_share, k),
-            candidates_mean=round(considered / len(questions), 1),
-            included=total,
-            found=found,
-            fidelity=round(found / total, 3) if total else None,
+        )
+    # The working set, every ranked item walked, against the walk cut by the budget.
+    walked = load_settings(database_url=url, broker_url=None, walk_margin=0)
+    truth = [ids for ids, _ in included(walked, user, questions, vectors, args)]
+    for margin in plan["margins"]:
+        emit(
+            "working-set",
+            truth,
+            walked.model_copy(update={"walk_margin": margin}),
+            walk_margin=margin,
         )
     report.print_table()
     return 0

@@ -340,7 +340,9 @@ class Memlane:
             half_life_hours=s.half_life_hours,
             relevance_floor=s.relevance_floor,
             include_sensitive=request.include_sensitive,
-            limit=view.shortlist_size(request.budget_tokens, request.style),
+            limit=view.shortlist_size(request.budget_tokens, request.style, s.walk_margin),
+            walk_tokens=s.walk_margin * request.budget_tokens if s.walk_margin > 0 else None,
+            style=request.style,
         )
         return assemble_context(
             replace(
@@ -371,11 +373,15 @@ class Memlane:
             query_vector=query_vector,
             # weight 0 turns the lexical half off, reads included
             query_text=query if self.lexical_weight > 0 else None,
-            top_k=s.vector_top_k,
+            # with a query, relevance ranks one pool for the whole budget (assembly rule 4):
+            # as many candidates by relevance as the budget holds lines
+            top_k=strategy_top_k(request.budget_tokens, 1.0, s.vector_top_k, request.style),
             strategy_top_k=strategy_top_k(
                 request.budget_tokens, s.memory_share, s.strategy_top_k, request.style
             ),
-            lexical_top_k=s.lexical_top_k,
+            lexical_top_k=strategy_top_k(
+                request.budget_tokens, 1.0, s.lexical_top_k, request.style
+            ),
             include_sensitive=request.include_sensitive,
             approximate=wants_hnsw(s.vector_index, self.embedder.name),
         )

@@ -114,6 +114,12 @@ class Settings(BaseSettings):
         ge=0,
         description="per-process memory for users' working sets; 0 = read the store each time",
     )
+    walk_margin: float = Field(
+        1.5,
+        ge=0,
+        description="working set: the ranked items the assembler walks, in budgets of their "
+        "estimated lines; 0 = walk every item (exact, slower on large users)",
+    )
     vector_top_k: int = Field(50, ge=1, description="memories fetched by cosine to the query")
     strategy_top_k: int = Field(
         50,

@@ -4,10 +4,11 @@ composite score needs, so a query ranks the whole store at once (numpy) and only
 shortlist of it goes through the assembler's item-by-item rules.
 
 The shortlist holds every pinned and verified memory and every memory the safety
-filter leaves out (the pack names them), and the best `limit` of the rest in the
-assembler's own order (assembly rule 4 with a query, the strategy's order without one).
-`limit` is set by the caller (`shortlist_size`: twice as many lines as the budget holds
-at the user's mean line length), so the assembler's walk ends before the shortlist does.
+filter leaves out (the pack names them), and the best of the rest in the assembler's
+own order (assembly rule 4 with a query, the strategy's order without one): at most
+`limit`, and with a budget, as many as it takes for their lines, estimated from each
+item's length, to fill `walk_margin` budgets, so the assembler's walk ends before the
+shortlist does. Only the rows kept are sorted (pipeline.top_k).
 """
 
 from __future__ import annotations
@@ -32,8 +33,16 @@ from memlane.pipeline.relevance import (
     relevance,
 )
 from memlane.pipeline.scoring import ITEM_IMPORTANCE, Strategy, Weights
+from memlane.pipeline.top_k import lexicographic_top
 
 FloatArray = npt.NDArray[np.float64]
+
+# The ranked part of a shortlist ends where its lines, estimated from each item's length
+# (a quarter token per character, plus the style's least markup), add up to `walk_margin`
+# budgets (MEMLANE_WALK_MARGIN): lines longer than estimated, and items that do not fit
+# and are stepped over, must not end the assembler's walk early (bench/fidelity.py
+# measures what the cut costs). Never fewer than MIN_WALK items.
+MIN_WALK = 50
 VectorLike = Sequence[float] | npt.NDArray[np.float32]
 
 
@@ -88,7 +97,14 @@ COLUMNS = (
     "sensitive",
     "free",
     "kind",
+    "chars",
 )
+
+
+def _chars(record: EpisodeRecord | Procedure) -> int:
+    if isinstance(record, EpisodeRecord):
+        return len(fmt.episode_text(record))
+    return len(record.name) + len(record.content)
 
 
 def _columns(records: Sequence[Record]) -> dict[str, npt.NDArray[np.float64]]:
@@ -107,10 +123,22 @@ def _columns(records: Sequence[Record]) -> dict[str, npt.NDArray[np.float64]]:
                 float(record.sensitive),
                 float(record.tier == "candidate"),
                 MEMORY,
+                len(record.content),
             )
         else:
             created = _epoch(record.created_at)
-            values = (ITEM_IMPORTANCE, 0.0, created, created, 0, math.inf, 0, 1, _kind(record))
+            values = (
+                ITEM_IMPORTANCE,
+                0.0,
+                created,
+                created,
+                0,
+                math.inf,
+                0,
+                1,
+                _kind(record),
+                _chars(record),
+            )
         for name, value in zip(columns, values, strict=True):
             columns[name].append(float(value))
     return {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
@@ -134,8 +162,7 @@ class UserView:
     sensitive: npt.NDArray[np.bool_]
     free: npt.NDArray[np.bool_]  # candidate-tier memories, episodes, procedures
     kind: npt.NDArray[np.int8]  # MEMORY, EPISODE or PROCEDURE
-    memory_chars: int  # the live memories' content, for the mean line
-    memory_count: int
+    chars: FloatArray  # characters of the item's text, for its line's estimated tokens
 
     @classmethod
     def build(
@@ -160,8 +187,6 @@ class UserView:
             tuple(soul_blocks),
             build_corpus(items, model=model, dim=dim),
             _columns(records),
-            sum(len(m.content) for m in memories),
-            len(memories),
         )
 
     @classmethod
@@ -171,16 +196,12 @@ class UserView:
         soul_blocks: tuple[SoulBlock, ...],
         corpus: Corpus,
         columns: dict[str, npt.NDArray[np.float64]],
-        memory_chars: int,
-        memory_count: int,
     ) -> UserView:
         typed = {"sensitive": np.bool_, "free": np.bool_, "kind": np.int8}
         return cls(
             records=records,
             soul_blocks=soul_blocks,
             corpus=corpus,
-            memory_chars=memory_chars,
-            memory_count=memory_count,
             **{
                 name: values.astype(typed.get(name, np.float64)) for name, values in columns.items()
             },
@@ -206,28 +227,18 @@ class UserView:
         for i, row in enumerate(rows):
             for name in columns:
                 columns[name][row] = fresh[name][i]
-        chars, count = self.memory_chars, self.memory_count
-        gone = {at for item_id in removed if (at := corpus.position(item_id)) is not None}
-        was_live = self.corpus.live
-        for row in {*rows, *gone}:
-            if row < len(self.records) and was_live[row] and self.kind[row] == MEMORY:
-                previous = self.records[row]
-                assert isinstance(previous, MemoryRecord)
-                chars, count = chars - len(previous.content), count - 1
         for row, (record, _) in zip(rows, upserts, strict=True):
             records[row] = record
-            if isinstance(record, MemoryRecord):
-                chars, count = chars + len(record.content), count + 1
-        for row in gone:
-            columns["free"][row] = 0
-            columns["kind"][row] = -1
+        for item_id in removed:
+            if (at := corpus.position(item_id)) is not None:
+                columns["free"][at] = 0
+                columns["kind"][at] = -1
+                columns["chars"][at] = 0
         return UserView._of(
             tuple(records),  # type: ignore[arg-type]  # dead rows hold their last record
             tuple(soul_blocks),
             corpus,
             columns,
-            chars,
-            count,
         )
 
     def _rows_of(self, kind: int) -> list[Record]:
@@ -246,22 +257,26 @@ class UserView:
     def procedures(self) -> list[Procedure]:
         return [r for r in self._rows_of(PROCEDURE) if isinstance(r, Procedure)]
 
-    def mean_line_tokens(self, style: str) -> float:
-        """About what a line of this user's items costs: the style's markup (pipeline.budget)
-        plus a quarter token per character of the mean content (English text)."""
-        mean_chars = self.memory_chars / self.memory_count if self.memory_count else 0.0
-        return MIN_MEMORY_LINE_TOKENS[style] + mean_chars / 4
+    def _walked(self, ranked: npt.NDArray[np.intp], walk_tokens: float, style: str) -> int:
+        """How many of `ranked` the assembler may walk: until their estimated lines add up
+        to `walk_tokens`, at least MIN_WALK."""
+        lines = MIN_MEMORY_LINE_TOKENS[style] + self.chars[ranked] / 4
+        enough = int(np.searchsorted(np.cumsum(lines), walk_tokens)) + 1
+        return max(MIN_WALK, enough)
 
-    def shortlist_size(self, budget_tokens: int, style: str) -> int:
-        """How many of the ranked items the assembler walks: twice as many lines as the
-        budget holds at this user's mean line, at least 50."""
-        return max(50, math.ceil(2 * budget_tokens / self.mean_line_tokens(style)))
+    def shortlist_size(self, budget_tokens: int, style: str, walk_margin: float) -> int:
+        """The most ranked items a shortlist can hold: as many as `walk_margin` budgets hold
+        at the style's least markup and no text (every item when the margin is 0)."""
+        if walk_margin <= 0:
+            return len(self.corpus)
+        lines = walk_margin * budget_tokens / MIN_MEMORY_LINE_TOKENS[style]
+        return max(MIN_WALK, math.ceil(lines) + 1)
 
     @property
     def size_bytes(self) -> int:
         """About what the view holds in memory: its arrays and its records' text."""
-        arrays = self.corpus.vectors.nbytes + 8 * 10 * len(self.corpus)
-        return arrays + self.memory_chars + 1200 * len(self.corpus)
+        arrays = self.corpus.vectors.nbytes + 8 * (len(COLUMNS) + 1) * len(self.corpus)
+        return arrays + int(self.chars.sum()) + 1200 * len(self.corpus)
 
     def relevance(
         self,
@@ -291,8 +306,12 @@ class UserView:
         relevance_floor: float,
         include_sensitive: bool,
         limit: int,
+        walk_tokens: float | None = None,
+        style: str = "default",
     ) -> Shortlist:
-        """What the assembler needs to see of this user (module docstring)."""
+        """What the assembler needs to see of this user (module docstring). With
+        `walk_tokens`, the ranked part ends sooner: where its lines, estimated from each
+        item's length in `style`, add up to that many tokens (at least MIN_WALK items)."""
         rows = len(self.corpus)
         live = self.corpus.live
         rel = np.zeros(rows, dtype=np.float64) if relevance is None else relevance
@@ -316,7 +335,7 @@ class UserView:
             # assembly rule 4: above the floor by composite, then the rest by relevance
             primary = np.where(above, 0.0, 1.0)
             secondary = np.where(above, -composite, -rel)
-            order = np.lexsort((-composite, secondary, primary))
+            keys = [primary, secondary, -composite]
         else:
             pool = self.free & visible & is_memory
             if strategy == "important":
@@ -326,12 +345,15 @@ class UserView:
                 value = self.raw_importance / (1.0 + age)
             else:
                 value = composite
-            order = np.argsort(-value, kind="stable")
+            keys = [-value]
             episodes = np.flatnonzero(live & (self.kind == EPISODE))
             newest = episodes[np.argsort(-self.created[episodes], kind="stable")][:limit]
             extra = set(newest.tolist())
             extra |= set(np.flatnonzero(live & (self.kind == PROCEDURE)).tolist())
-        ranked = order[pool[order]][:limit]
+        in_pool = np.flatnonzero(pool)
+        ranked = in_pool[lexicographic_top([key[in_pool] for key in keys], limit)]
+        if walk_tokens is not None:
+            ranked = ranked[: self._walked(ranked, walk_tokens, style)]
         keep = sorted(set(ranked.tolist()) | set(np.flatnonzero(always).tolist()) | extra)
         ids = self.corpus.ids
         chosen = [self.records[i] for i in keep]

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.timeout(300)
 EXPECTED_FIELDS = {
     "assemble": {"backend", "memories", "strategy", "p50_ms", "p99_ms", "floor_p50_ms"},
     "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean"},
-    "fidelity": {"memories", "top_k", "strategy_top_k", "candidates_mean", "fidelity"},
+    "fidelity": {"read", "memories", "considered_mean", "fidelity"},
     "tokens": {"part"},
     "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},
 }
@@ -49,5 +49,8 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
         assert row["machine"]["cores"] >= 1 and row["machine"]["memory_gib"] > 0
         assert EXPECTED_FIELDS[bench] <= set(row), row
     assert f"{bench} on " in done.stderr  # the human table
+    if bench == "fidelity":
+        assert {r["read"] for r in results} == {"store", "working-set"}
+        assert all(0 < r["fidelity"] <= 1 for r in results)
     if bench == "ingest":
         assert all(r["done"] == r["transcripts"] for r in results)

@@ -3,6 +3,7 @@ an assembly from the shortlist equals one from every item of the store."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
 from hypothesis import given, settings
@@ -118,7 +119,9 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
         )
     except BudgetError:
         return  # pinned alone over the budget: no ranking to compare
-    for limit in (len(memories) + len(episodes) + len(procedures), 5):
+    every = len(memories) + len(episodes) + len(procedures)
+    # whole; cut to a count; cut where the estimated lines fill a share of the budget
+    for limit, walk_tokens in ((every, None), (5, None), (every, budget / 8)):
         shortlist = view.shortlist(
             relevance,
             strategy=strategy,
@@ -128,8 +131,9 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
             relevance_floor=floor,
             include_sensitive=False,
             limit=limit,
+            walk_tokens=walk_tokens,
         )
-        if limit >= len(memories) + len(episodes) + len(procedures):
+        if limit >= every and walk_tokens is None:
             # nothing cut: the same context, byte for byte
             chosen = assemble_context(
                 request(
@@ -142,7 +146,7 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
             )
             assert chosen.text == everything.text
             continue
-        # cut to `limit`: what is kept of the ranked part is the assembler's own best
+        # cut: what is kept of the ranked part is the assembler's own best
         kept = {m.id for m in shortlist.memories if m.tier == "candidate"}
         kept |= {e.id for e in shortlist.episodes} | {p.id for p in shortlist.procedures}
         assert kept_ranked(kept, everything, relevance is not None and strategy == "scored", floor)
@@ -253,3 +257,41 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
         for each in (view, fresh)
     ]
     assert picks[0].relevance == picks[1].relevance
+
+
+def test_the_walk_ends_where_the_estimated_lines_fill_the_tokens_asked() -> None:
+    # 300 memories ranked by importance, each line about 18 + 60 / 4 = 33 tokens
+    memories = [
+        mem(f"mem_{i:03d}", f"Fact {i:03d}: " + "word " * 10, importance=1 - i / 1000, ref=i + 1)
+        for i in range(300)
+    ]
+    view = build(memories, [], [])
+    budget = 2000
+    shortlist = view.shortlist(
+        None,
+        strategy="important",
+        now=NOW,
+        weights=Weights(),
+        half_life_hours=168.0,
+        relevance_floor=0.8,
+        include_sensitive=False,
+        limit=view.shortlist_size(budget, "default", 1.5),
+        walk_tokens=1.5 * budget,
+    )
+    line = 18 + len(memories[0].content) / 4
+    expected = math.ceil(1.5 * budget / line)
+    assert [m.id for m in shortlist.memories] == [m.id for m in memories[:expected]]
+    # the walk went far enough: the same context as from every memory
+    common = dict(user_id="u1", query=None, strategy="important", budget_tokens=budget, now=NOW)
+    whole = assemble_context(request(**common, memories=memories))
+    cut = assemble_context(request(**common, memories=shortlist.memories))
+    assert cut.text == whole.text
+    assert 0 < len(whole.included_memory_ids) < expected
+
+
+def test_a_margin_of_zero_lets_the_assembler_walk_every_item() -> None:
+    memories = [mem(f"mem_{i:03d}", ref=i + 1) for i in range(120)]
+    view = build(memories, [], [])
+    assert view.shortlist_size(100, "default", 0) == len(memories)
+    assert view.shortlist_size(100, "default", 1.5) == 50  # MIN_WALK
+    assert view.shortlist_size(4000, "compact", 1.5) == 751
