@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -24,7 +24,6 @@ from sqlalchemy.orm import Session
 from memlane.models.db import read_unit
 from memlane.models.store import changes, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
-from memlane.models.store.memories import to_record
 from memlane.models.store.user_items import Vector
 from memlane.pipeline.records import SoulBlock
 from memlane.pipeline.user_view import Record, UserView
@@ -53,22 +52,31 @@ class _User:
     memory_models: dict[str, str]
     soul: dict[str, SoulBlock]
     size: int = 0
-    models: frozenset[str] | None = None  # memory_models' values, while unchanged
+    model_counts: Counter[str] = field(default_factory=Counter)  # of memory_models' values
+
+    def __post_init__(self) -> None:
+        self.model_counts = Counter(self.memory_models.values())
+
+    def _set_model(self, memory_id: str, model: str | None) -> None:
+        previous = self.memory_models.pop(memory_id, None)
+        if previous is not None:
+            self.model_counts[previous] -= 1
+        if model is not None:
+            self.memory_models[memory_id] = model
+            self.model_counts[model] += 1
 
     def apply(self, found: changes.Changes) -> None:
         """Apply rows written since `version` to the view, in the time of the rows they
         touch (UserView.patch)."""
         upserts: list[tuple[Record, Vectors]] = []
         removed = [gone.item_id for gone in found.removed]
-        for row in found.memories:
-            self.memory_models.pop(row.id, None)
-            if row.status != "active":
-                removed.append(row.id)
+        for record, status, vector in found.memories:
+            if status != "active":
+                self._set_model(record.id, None)
+                removed.append(record.id)
                 continue
-            vector = _vector(row.embedding_model, row.embedding)
-            if vector is not None:
-                self.memory_models[row.id] = vector[0]
-            upserts.append((to_record(row), vector))
+            self._set_model(record.id, None if vector is None else vector[0])
+            upserts.append((record, vector))
         for episode in found.episodes:
             vector = _vector(episode.embedding_model, episode.embedding)
             upserts.append((episode_record(episode, with_embedding=False), vector))
@@ -81,18 +89,15 @@ class _User:
                 updated_at=block.updated_at,
             )
         for gone in found.removed:
-            self.memory_models.pop(gone.item_id, None)
+            self._set_model(gone.item_id, None)
             if gone.item_id.startswith("soul:"):
                 self.soul.pop(gone.item_id.removeprefix("soul:"), None)
         self.version = max(self.version, found.version)
-        self.models = None
         self.view = self.view.patch(upserts, removed, _in_order(self.soul))
         self.size = self.view.size_bytes
 
     def mixed_embedders(self) -> bool:
-        if self.models is None:
-            self.models = frozenset(self.memory_models.values())
-        return bool(self.models - {self.view_for[0]})
+        return any(n > 0 for model, n in self.model_counts.items() if model != self.view_for[0])
 
 
 def _in_order(soul: dict[str, SoulBlock]) -> list[SoulBlock]:
@@ -126,11 +131,13 @@ class WorkingSet:
                 user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
             else:
                 self._users.move_to_end(user_id)
-                latest = changes.latest(self.url, user_id)
+                latest, found = changes.poll(self.url, user_id, user.version)
                 if latest > user.version:
-                    found = read_unit(
-                        self.url, lambda session: changes.since(session, user_id, user.version)
-                    )
+                    if found is None:
+                        after = user.version
+                        found = read_unit(
+                            self.url, lambda session: changes.since(session, user_id, after)
+                        )
                     found.version = max(found.version, latest)
                     user.apply(found)
             if user.mixed_embedders():

@@ -40,6 +40,18 @@ class CorpusItem:
     model: str | None = None
 
 
+Matrix = npt.NDArray[np.float32]
+
+
+@dataclass(slots=True)
+class _Spare:
+    """A vector matrix with room to grow, shared by the corpora patched from one another:
+    `base[:used]` is claimed by the newest of them."""
+
+    base: Matrix
+    used: int
+
+
 @dataclass(frozen=True, slots=True)
 class Corpus:
     """The items of one user, indexed for relevance: unit vectors of one embedder stacked
@@ -54,14 +66,19 @@ class Corpus:
     keywords: tuple[frozenset[str], ...] = ()
     alive: npt.NDArray[np.bool_] | None = None  # None: every row
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
+    _spare: _Spare | None = field(default=None, repr=False)  # where appended rows go
 
     def __len__(self) -> int:
         return len(self.ids)
 
-    def position(self, item_id: str) -> int | None:
+    def positions(self) -> dict[str, int]:
+        """Each id's row (built once, then shared read-only)."""
         if not self._positions and self.ids:
             self._positions.update({item_id: i for i, item_id in enumerate(self.ids)})
-        return self._positions.get(item_id)
+        return self._positions
+
+    def position(self, item_id: str) -> int | None:
+        return self.positions().get(item_id)
 
     @property
     def live(self) -> npt.NDArray[np.bool_]:
@@ -115,58 +132,71 @@ def patch_corpus(
 ) -> tuple[Corpus, list[int]]:
     """A new corpus with `upserts` written over their rows (or appended) and the rows of
     `removed` dead; the old one is left as it was (a caller may still be ranking with
-    it). Returns it and the row of each upsert."""
+    it). Returns it and the row of each upsert.
+
+    In the time of the rows touched, not of the corpus: only the postings of the words
+    they gain or lose are rebuilt, and the vector matrix is shared with the old corpus
+    unless a row's vector changed (appended rows go to spare capacity past the old
+    corpus's rows, which it never reads)."""
+    n_old = len(corpus.ids)
     ids = list(corpus.ids)
-    positions = {item_id: i for i, item_id in enumerate(ids)}
-    keywords = list(corpus.keywords)
-    appended = [item for item in upserts if item.id not in positions]
+    positions = corpus.positions()
+    appended = [item.id for item in upserts if item.id not in positions]
+    if appended:
+        positions = dict(positions)
+        for item_id in dict.fromkeys(appended):
+            positions[item_id] = len(ids)
+            ids.append(item_id)
+    n = len(ids)
+    keywords = list(corpus.keywords) + [frozenset()] * (n - n_old)
+    lengths = np.concatenate([corpus.lengths, np.zeros(n - n_old)])
+    alive = np.concatenate([corpus.live, np.ones(n - n_old, dtype=np.bool_)])
     width = corpus.vectors.shape[1]
-    vectors = np.concatenate([corpus.vectors, np.zeros((len(appended), width), np.float32)])
-    lengths = np.concatenate([corpus.lengths, np.zeros(len(appended))])
-    alive = np.concatenate([corpus.live, np.ones(len(appended), dtype=np.bool_)])
-    for item in appended:
-        positions[item.id] = len(ids)
-        ids.append(item.id)
-        keywords.append(frozenset())
-    touched = {word for item in upserts for word in item.keywords}
-    for item_id in [*(item.id for item in upserts), *removed]:
-        row = positions.get(item_id)
-        if row is not None:
-            touched |= keywords[row]
-    postings = dict(corpus.postings)
-    changed: dict[str, set[int]] = {
-        word: set(postings[word].tolist()) if word in postings else set() for word in touched
+    rows_of = [positions[item.id] for item in upserts]
+    new_rows = {
+        row: _unit_rows(_vector_row(item, corpus.model, width)[None, :])[0]
+        for row, item in zip(rows_of, upserts, strict=True)
     }
-
-    def unindex(row: int) -> None:
-        for word in keywords[row]:
-            changed[word].discard(row)
-
-    rows_of = []
-    for item in upserts:
-        row = positions[item.id]
-        unindex(row)
-        keywords[row] = item.keywords
-        for word in item.keywords:
-            changed[word].add(row)
-        lengths[row] = len(item.keywords)
-        vectors[row] = _unit_rows(_vector_row(item, corpus.model, width)[None, :])[0]
-        alive[row] = True
-        rows_of.append(row)
-    for item_id in removed:
-        row = positions.get(item_id)
-        if row is None:
-            continue
-        unindex(row)
-        keywords[row] = frozenset()
-        lengths[row] = 0
-        vectors[row] = 0
-        alive[row] = False
-    for word, rows in changed.items():
-        if rows:
-            postings[word] = np.asarray(sorted(rows), dtype=np.intp)
+    gone = [row for item_id in removed if (row := positions.get(item_id)) is not None]
+    # a dead row's vector stays: nothing ranks dead rows, and the old corpus shares it
+    rewritten = any(
+        row < n_old and not np.array_equal(vector, corpus.vectors[row])
+        for row, vector in new_rows.items()
+    )
+    vectors, spare = _with_rows(corpus, n, copy=rewritten)
+    # words each touched row loses and gains
+    lose: dict[str, set[int]] = {}
+    gain: dict[str, set[int]] = {}
+    final: dict[int, frozenset[str]] = {}
+    for row, item in zip(rows_of, upserts, strict=True):
+        final[row] = item.keywords
+    for row in gone:
+        final[row] = frozenset()
+    for row, words in final.items():
+        before = keywords[row]
+        for word in before - words:
+            lose.setdefault(word, set()).add(row)
+        for word in words - before:
+            gain.setdefault(word, set()).add(row)
+        keywords[row] = words
+        lengths[row] = len(words)
+    postings = dict(corpus.postings)
+    for word in lose.keys() | gain.keys():
+        rows = postings.get(word, np.empty(0, dtype=np.intp))
+        if word in lose:
+            rows = rows[~np.isin(rows, list(lose[word]))]
+        if word in gain:
+            rows = np.union1d(rows, np.fromiter(gain[word], dtype=np.intp))
+        if len(rows):
+            postings[word] = rows.astype(np.intp, copy=False)
         else:
             postings.pop(word, None)
+    for row, vector in new_rows.items():
+        if row >= n_old or rewritten:
+            vectors[row] = vector
+        alive[row] = True
+    for row in gone:
+        alive[row] = False
     patched = Corpus(
         ids=tuple(ids),
         model=corpus.model,
@@ -175,9 +205,32 @@ def patch_corpus(
         lengths=lengths,
         keywords=tuple(keywords),
         alive=alive,
+        _positions=positions,
+        _spare=spare,
     )
-    patched._positions.update(positions)
     return patched, rows_of
+
+
+def _with_rows(corpus: Corpus, rows: int, *, copy: bool) -> tuple[Matrix, _Spare | None]:
+    """A matrix of `rows` rows beginning with the corpus's vectors (the new rows are the
+    caller's to write), and the spare capacity it lives in. Without `copy` it shares the
+    old rows' memory: new rows go past them in the spare capacity, which no reader of the
+    old corpus sees, as long as no other corpus has claimed those rows already (a corpus
+    patched twice: the second patch copies)."""
+    vectors = corpus.vectors
+    n_old, width = vectors.shape
+    spare = corpus._spare
+    if not copy and spare is not None and spare.used == n_old and len(spare.base) >= rows:
+        spare.used = rows
+        grown = spare.base[:rows]
+        grown[n_old:] = 0
+        return grown, spare
+    if not copy and rows == n_old:
+        return vectors, spare
+    base = np.zeros((max(rows, n_old + n_old // 2 + 16), width), dtype=np.float32)
+    base[:n_old] = vectors
+    fresh = _Spare(base, rows)
+    return base[:rows], fresh
 
 
 def cosines(corpus: Corpus, query_vector: Sequence[float] | None, model: str | None) -> FloatArray:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -153,3 +153,29 @@ def test_users_the_working_set_cannot_serve_go_to_the_store(db_url: str, now: da
         assert lane.assemble("u1", "tea", budget_tokens=500, now=later).pack.retrieval_mode == (
             "working-set"
         )
+
+
+def test_a_poll_reads_changed_memories_as_a_session_does(reader: Memlane, db_url: str) -> None:
+    first = reader.add_memory("u1", {"content": "Drinks green tea every morning."})
+    with unit_of_work(db_url) as session:
+        before = changes.version(session, "u1")
+    added = reader.add_memory("u1", {"content": "Walks the dog at 7.", "importance": 0.9})
+    reader.pin("u1", first.id)
+    reader.forget("u1", added.id)
+    number, polled = changes.poll(db_url, "u1", before)
+    with unit_of_work(db_url) as session:
+        read = changes.since(session, "u1", before)
+    assert number == read.version == before + 3
+    if db_url.startswith("sqlite"):
+        assert polled is None  # SQLite reads the rows in a session
+        return
+    assert polled is not None and polled.version == number
+    assert [(r, s) for r, s, _ in polled.memories] == [(r, s) for r, s, _ in read.memories]
+    assert [r.created_at.tzinfo for r, _, _ in polled.memories] == [UTC, UTC]
+    assert [(m, v.tolist()) for _, _, (m, v) in polled.memories] == [
+        (m, v.tolist()) for _, _, (m, v) in read.memories
+    ]
+    # another table changed: the poll says so and leaves the rows to `since`
+    reader.set_soul_block("u1", "style", "Short answers.")
+    assert changes.poll(db_url, "u1", number) == (number + 1, None)
+    assert changes.poll(db_url, "u1", number + 1) == (number + 1, changes.Changes(number + 1))

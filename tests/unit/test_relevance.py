@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane.pipeline.lexical import bm25_scores
-from memlane.pipeline.relevance import CorpusItem, bm25, build_corpus, cosines, relevance
+from memlane.pipeline.relevance import (
+    CorpusItem,
+    bm25,
+    build_corpus,
+    cosines,
+    patch_corpus,
+    relevance,
+)
 
 MODEL = "toy-3"
 
@@ -117,3 +124,56 @@ def test_a_non_finite_vector_is_no_vector() -> None:
 def test_positions_map_ids_to_rows() -> None:
     index = corpus(item("a"), item("b"), dim=None)
     assert (index.position("b"), index.position("zz"), len(index)) == (1, None, 2)
+
+
+def _snapshot(corpus):
+    return (
+        corpus.ids,
+        corpus.vectors.copy(),
+        {w: rows.tolist() for w, rows in corpus.postings.items()},
+        corpus.lengths.copy(),
+        corpus.live.copy(),
+    )
+
+
+def _same(a, b) -> bool:
+    return (
+        a[0] == b[0]
+        and np.array_equal(a[1], b[1])
+        and a[2] == b[2]
+        and np.array_equal(a[3], b[3])
+        and np.array_equal(a[4], b[4])
+    )
+
+
+def test_a_patch_leaves_every_earlier_corpus_as_it_was() -> None:
+    # a chain of patches (appends share the vectors' spare rows) and a branch: the same
+    # corpus patched twice, which must not write into rows the first patch claimed
+    items = [
+        CorpusItem(f"m{i}", frozenset({"user", f"w{i % 3}"}), (float(i), 1.0, 0.0), "toy")
+        for i in range(6)
+    ]
+    base = build_corpus(items, model="toy", dim=3)
+    first, _ = patch_corpus(base, [CorpusItem("m6", frozenset({"tea"}), (0, 0, 1.0), "toy")], [])
+    before = [_snapshot(base), _snapshot(first)]
+    second, _ = patch_corpus(
+        first,
+        [
+            CorpusItem("m7", frozenset({"user"}), (1.0, 0, 0), "toy"),
+            CorpusItem("m1", frozenset({"tea", "w1"}), (1.0, 1.0, 0.0), "toy"),  # same vector
+        ],
+        ["m2"],
+    )
+    branch, _ = patch_corpus(first, [CorpusItem("m8", frozenset({"dog"}), (0, 1.0, 0), "toy")], [])
+    moved, _ = patch_corpus(second, [CorpusItem("m0", frozenset(), (0, 0, 5.0), "toy")], [])
+    assert _same(before[0], _snapshot(base)) and _same(before[1], _snapshot(first))
+    assert second.ids[-1] == "m7" and branch.ids[-1] == "m8"
+    assert np.allclose(second.vectors[7], [1, 0, 0]) and np.allclose(branch.vectors[7], [0, 1, 0])
+    assert np.allclose(moved.vectors[0], [0, 0, 1]) and not np.allclose(
+        second.vectors[0], [0, 0, 1]
+    )
+    # the postings follow the patch: m1 gained "tea", m2 is gone
+    assert "m2" not in [second.ids[i] for i in np.flatnonzero(second.live)]
+    assert second.postings["tea"].tolist() == [1, 6]
+    assert 2 not in second.postings["user"].tolist() and 7 in second.postings["user"].tolist()
+    assert "w1" in first.postings and first.postings["tea"].tolist() == [6]

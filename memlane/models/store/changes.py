@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, exists, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import BindParameter
 
 from memlane.models.db import autocommit_engine, get_engine
 from memlane.models.pipelined import CompiledRead, compile_read, run_reads
@@ -35,6 +36,10 @@ from memlane.models.tables import (
     SoulBlockRow,
     UserState,
 )
+from memlane.pipeline.records import MemoryRecord
+
+if TYPE_CHECKING:
+    from memlane.models.store.user_items import Vectors
 
 _STAMPS = "memlane_change_stamps"
 
@@ -96,12 +101,15 @@ def latest(url: str, user_id: str) -> int:
     return int(rows[0][0]) if rows else 0
 
 
+MemoryChange = tuple[MemoryRecord, str, "Vectors"]  # record, status, (embedder, vector)
+
+
 @dataclass(slots=True)
 class Changes:
     """What changed for a user after some change number, each list by change number."""
 
     version: int
-    memories: list[MemoryRow] = field(default_factory=list)  # any status
+    memories: list[MemoryChange] = field(default_factory=list)  # any status
     episodes: list[EpisodeRow] = field(default_factory=list)
     procedures: list[ProcedureRow] = field(default_factory=list)
     soul_blocks: list[SoulBlockRow] = field(default_factory=list)
@@ -116,6 +124,9 @@ class Changes:
 def since(session: Session, user_id: str, after: int) -> Changes:
     """The rows of the user written after change number `after` (module docstring); the
     returned version is the highest number read, at least `after`."""
+    from memlane.models.store import user_items  # it imports the stores that stamp
+
+    postgres = session.get_bind().dialect.name == "postgresql"
 
     def changed(table: Any) -> list[Any]:
         return list(
@@ -126,15 +137,70 @@ def since(session: Session, user_id: str, after: int) -> Changes:
             )
         )
 
+    memory_rows = session.execute(
+        select(*user_items.memory_columns(postgres), MemoryRow.change_seq)
+        .where(MemoryRow.user_id == user_id, MemoryRow.change_seq > after)
+        .order_by(MemoryRow.change_seq)
+    ).all()
     found = Changes(
-        version=after,
-        memories=changed(MemoryRow),
+        version=max([after, *(int(row[-1]) for row in memory_rows)]),
+        memories=[user_items.memory_of(row[:-1], postgres) for row in memory_rows],
         episodes=changed(EpisodeRow),
         procedures=changed(ProcedureRow),
         soul_blocks=changed(SoulBlockRow),
         removed=changed(RemovedItem),
     )
-    for rows in (found.memories, found.episodes, found.procedures, found.soul_blocks):
+    for rows in (found.episodes, found.procedures, found.soul_blocks, found.removed):
         found.version = max([found.version, *(row.change_seq for row in rows)])
-    found.version = max([found.version, *(row.change_seq for row in found.removed)])
     return found
+
+
+@lru_cache(maxsize=1)
+def _poll_reads() -> tuple[CompiledRead, CompiledRead, CompiledRead]:
+    from memlane.models.store import user_items  # it imports the stores that stamp
+
+    user: BindParameter[str] = bindparam("user_id")
+    after: BindParameter[int] = bindparam("after")
+    memories = (
+        select(*user_items.memory_columns(True), MemoryRow.change_seq)
+        .where(MemoryRow.user_id == user, MemoryRow.change_seq > after)
+        .order_by(MemoryRow.change_seq)
+    )
+    others = select(
+        *(
+            exists()
+            .where(table.user_id == user, table.change_seq > after)
+            .label(table.__tablename__)
+            for table in (EpisodeRow, ProcedureRow, SoulBlockRow, RemovedItem)
+        )
+    )
+    return _version_read(), compile_read(memories), compile_read(others)
+
+
+def poll(url: str, user_id: str, after: int) -> tuple[int, Changes | None]:
+    """The user's change number (`latest`: the one read most assemblies pay) and, when it
+    moved past `after`, what changed: on PostgreSQL in one more round trip when only
+    memories changed (the common case), the number read again beside the rows, in one
+    snapshot. Returns (version, None) when the rows must be read with `since` (SQLite, or
+    another table changed)."""
+    from memlane.models.store import user_items  # it imports the stores that stamp
+
+    number = latest(url, user_id)
+    if number <= after:
+        return number, Changes(version=after)
+    if not url.startswith("postgresql"):
+        return number, None
+    params = {"user_id": user_id, "after": after}
+    version_read, memories_read, others_read = _poll_reads()
+    [(_, version), (_, memories), (_, others)] = run_reads(
+        autocommit_engine(url),
+        [(version_read, params), (memories_read, params), (others_read, params)],
+    )
+    number = max(number, int(version[0][0]) if version else 0)
+    if any(others[0]):
+        return number, None
+    # every number up to `number` is committed, and its rows are in this snapshot
+    found = Changes(
+        version=number, memories=[user_items.memory_of(row[:-1], True) for row in memories]
+    )
+    return number, found

@@ -10,7 +10,9 @@ memlane's own).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any, cast
 
 import numpy as np
@@ -24,12 +26,14 @@ from memlane.models.tables import EpisodeRow, MemoryRow
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 
 Vector = npt.NDArray[np.float32]
+Vectors = tuple[str, Vector] | None  # (embedder, vector) of an item, or None
+_TIMES = ("created_at", "confirmed_at", "accessed_at", "expires_at")
 
 
 @dataclass(frozen=True, slots=True)
 class UserItems:
     memories: list[MemoryRecord]  # active ones, with their keywords, without vectors
-    memory_vectors: list[tuple[str, Vector] | None]  # (embedder, vector) of each memory
+    memory_vectors: list[Vectors]  # of each memory
     episodes: list[EpisodeRecord]
     episode_vectors: list[tuple[str, Vector] | None]
     procedures: list[Procedure]
@@ -78,27 +82,46 @@ _MEMORY_COLUMNS = (
 _NAMES = [column.key for column in _MEMORY_COLUMNS]
 
 
+def memory_columns(postgres: bool) -> list[Any]:
+    """What a memory's record and vector are read from, in `memory_of`'s order."""
+    vector = (
+        func.vector_send(MemoryRow.embedding, type_=LargeBinary)
+        if postgres
+        else type_coerce(MemoryRow.embedding, LargeBinary)
+    )
+    return [*_MEMORY_COLUMNS, MemoryRow.embedding_model, vector]
+
+
+def memory_of(row: Sequence[Any], postgres: bool) -> tuple[MemoryRecord, str, Vectors]:
+    """A row of `memory_columns` as the memory's record (without its vector), its status
+    and its (embedder, vector). The row may come straight from psycopg (models/pipelined):
+    its times are converted to UTC as the table's type does."""
+    fields = dict(zip(_NAMES, row, strict=False))
+    fields["keywords"] = frozenset(fields["keywords"] or ())
+    for name in _TIMES:
+        when = fields[name]
+        if when is not None and when.tzinfo is not UTC:
+            fields[name] = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    raw, model = cast(bytes | None, row[-1]), cast(str | None, row[-2])
+    vector = vector_of(raw, postgres)
+    status = cast(str, fields["status"])
+    return stored_record(fields), status, (model, vector) if vector is not None and model else None
+
+
 def load(session: Session, user_id: str) -> UserItems:
     """The user's items, each list in id order."""
     postgres = session.get_bind().dialect.name == "postgresql"
     rows = session.execute(
-        select(
-            *_MEMORY_COLUMNS,
-            MemoryRow.embedding_model,
-            vector_column(session, MemoryRow.embedding),
-        )
+        select(*memory_columns(postgres))
         .where(MemoryRow.user_id == user_id, MemoryRow.status == "active")
         .order_by(MemoryRow.id)
     )
     memories: list[MemoryRecord] = []
-    memory_vectors: list[tuple[str, Vector] | None] = []
+    memory_vectors: list[Vectors] = []
     for row in rows:
-        fields = dict(zip(_NAMES, row, strict=False))
-        fields["keywords"] = frozenset(fields["keywords"] or ())
-        memories.append(stored_record(fields))
-        raw, model = cast(bytes | None, row[-1]), cast(str | None, row[-2])
-        vector = vector_of(raw, postgres)
-        memory_vectors.append((model, vector) if vector is not None and model else None)
+        record, _, pair = memory_of(row, postgres)
+        memories.append(record)
+        memory_vectors.append(pair)
     episodes: list[EpisodeRecord] = []
     episode_vectors: list[tuple[str, Vector] | None] = []
     episode_rows = session.execute(
