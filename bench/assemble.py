@@ -103,6 +103,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                 ensure_for_users(
                     get_engine(url), [user], embedder.name, embedder.dim, settings.hnsw_min_memories
                 )
+            lane.warm(user)  # timed warm: a large user's view otherwise loads meanwhile
             floor = floor_query(url, f"mem_{user}_{0:07d}")
             for strategy in args.strategies:
 

@@ -406,6 +406,15 @@ class Memlane:
             )
         )
 
+    def warm(self, user_id: str) -> bool:
+        """Load the user's working set now. A large user's first assemblies otherwise
+        read the store while it loads in the background (memlane.models.working_set).
+        False when the working set is off or cannot serve the user."""
+        if self.settings.working_set_mb <= 0:
+            return False
+        embedder = self.embedder
+        return self._working_set().warm(user_id, model=embedder.name, dim=embedder.dim)
+
     def _working_set(self) -> WorkingSet:
         if self._working is None:
             self._working = WorkingSet(self.url, budget_mb=self.settings.working_set_mb)

@@ -6,6 +6,9 @@
 - Every later one: the change number alone, one small read that is all most assemblies
   pay; when it moved, the rows written since, patched into the view (UserView.patch). A
   write committed before an assembly starts is always seen by it, in any process.
+- A large user (more than `eager_items` items of all time) is loaded by a background
+  thread: their first assemblies read the store until the view is ready, rather than
+  wait for it (about 60 ms per 1,000 memories). `warm` loads a user at once.
 - Bounded: at most `budget_mb` of views (their estimated size), the least recently used
   users evicted whole. A user too large for the bound is not kept: the caller reads the
   store for them (`view` returns None), as it does for a user whose vectors belong to two
@@ -14,6 +17,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -22,13 +26,18 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from memlane.models.db import read_unit
-from memlane.models.store import changes, user_items
+from memlane.models.store import changes, refs, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
 from memlane.models.store.user_items import Vector
 from memlane.pipeline.records import SoulBlock
 from memlane.pipeline.user_view import Record, UserView
 
 MB = 1024 * 1024
+# Users with at most this many items load with their first assembly (~120 ms at most);
+# larger ones in the background.
+EAGER_ITEMS = 2000
+
+log = logging.getLogger("memlane.working_set")
 
 
 Vectors = tuple[str, Vector] | None  # (embedder, vector) of an item, or None
@@ -107,11 +116,13 @@ def _in_order(soul: dict[str, SoulBlock]) -> list[SoulBlock]:
 class WorkingSet:
     """The working set of one process for one database (module docstring)."""
 
-    def __init__(self, url: str, *, budget_mb: float) -> None:
+    def __init__(self, url: str, *, budget_mb: float, eager_items: int = EAGER_ITEMS) -> None:
         self.url = url
         self.budget_bytes = int(budget_mb * MB)
+        self.eager_items = eager_items
         self._users: OrderedDict[str, _User] = OrderedDict()
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Thread] = {}
 
     @property
     def size_bytes(self) -> int:
@@ -122,37 +133,85 @@ class WorkingSet:
 
     def view(self, user_id: str, *, model: str, dim: int) -> UserView | None:
         """The user's view, current as of this call; None when the store must serve them
-        (too large for the bound, or vectors of two embedders)."""
+        (too large for the bound, vectors of two embedders, or loading in the
+        background)."""
         with self._lock:
             user = self._users.get(user_id)
             if user is not None and user.view_for != (model, dim):
                 user = None  # another embedder: its vectors are read afresh
             if user is None:
+                if user_id in self._loading:
+                    return None
+                if read_unit(self.url, lambda s: refs.issued(s, user_id)) > self.eager_items:
+                    self._load_later(user_id, model, dim)
+                    return None
                 user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
             else:
                 self._users.move_to_end(user_id)
-                latest, found = changes.poll(self.url, user_id, user.version)
-                if latest > user.version:
-                    if found is None:
-                        after = user.version
-                        found = read_unit(
-                            self.url, lambda session: changes.since(session, user_id, after)
-                        )
-                    found.version = max(found.version, latest)
-                    user.apply(found)
-            if user.mixed_embedders():
-                return None
-            self._users[user_id] = user
-            if user.size > self.budget_bytes:
-                self._users.pop(user_id, None)
-                return None
-            while self.size_bytes > self.budget_bytes and len(self._users) > 1:
-                self._users.popitem(last=False)
-            return user.view
+                self._catch_up(user_id, user)
+            return self._keep(user_id, user)
+
+    def warm(self, user_id: str, *, model: str, dim: int) -> bool:
+        """Load the user's view now, whatever their size (a background load under way
+        is waited for). False when the working set cannot serve them."""
+        with self._lock:
+            loading = self._loading.get(user_id)
+        if loading is not None:
+            loading.join()
+        with self._lock:
+            user = self._users.get(user_id)
+            if user is None or user.view_for != (model, dim):
+                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+            else:
+                self._catch_up(user_id, user)
+            return self._keep(user_id, user) is not None
 
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._users.pop(user_id, None)
+
+    def _catch_up(self, user_id: str, user: _User) -> None:
+        """Apply what was written since the user's view was current (module docstring)."""
+        latest, found = changes.poll(self.url, user_id, user.version)
+        if latest > user.version:
+            if found is None:
+                after = user.version
+                found = read_unit(self.url, lambda session: changes.since(session, user_id, after))
+            found.version = max(found.version, latest)
+            user.apply(found)
+
+    def _keep(self, user_id: str, user: _User) -> UserView | None:
+        """Keep the user's view within the bound (the caller holds the lock)."""
+        if user.mixed_embedders():
+            return None
+        self._users[user_id] = user
+        self._users.move_to_end(user_id)
+        if user.size > self.budget_bytes:
+            self._users.pop(user_id, None)
+            return None
+        while self.size_bytes > self.budget_bytes and len(self._users) > 1:
+            self._users.popitem(last=False)
+        return user.view
+
+    def _load_later(self, user_id: str, model: str, dim: int) -> None:
+        """Load the user's view in a thread of its own (the caller holds the lock)."""
+
+        def load() -> None:
+            try:
+                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+                with self._lock:
+                    current = self._users.get(user_id)
+                    if current is None or current.view_for != (model, dim):
+                        self._keep(user_id, user)
+            except Exception:
+                log.exception("could not load the working set of user %s", user_id)
+            finally:
+                with self._lock:
+                    self._loading.pop(user_id, None)
+
+        thread = threading.Thread(target=load, name="memlane-working-set-load", daemon=True)
+        self._loading[user_id] = thread
+        thread.start()
 
 
 def _load(session: Session, user_id: str, model: str, dim: int) -> _User:

@@ -20,6 +20,7 @@ EXPECTED_FIELDS = {
     "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean"},
     "fidelity": {"read", "memories", "considered_mean", "fidelity"},
     "tokens": {"part"},
+    "working_set": {"backend", "memories", "measure", "p50_ms", "p99_ms"},
     "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},
 }
 
@@ -52,5 +53,7 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
     if bench == "fidelity":
         assert {r["read"] for r in results} == {"store", "working-set"}
         assert all(0 < r["fidelity"] <= 1 for r in results)
+    if bench == "working_set":
+        assert len({(r["backend"], r["measure"]) for r in results}) == 8
     if bench == "ingest":
         assert all(r["done"] == r["transcripts"] for r in results)

@@ -179,3 +179,23 @@ def test_a_poll_reads_changed_memories_as_a_session_does(reader: Memlane, db_url
     reader.set_soul_block("u1", "style", "Short answers.")
     assert changes.poll(db_url, "u1", number) == (number + 1, None)
     assert changes.poll(db_url, "u1", number + 1) == (number + 1, changes.Changes(number + 1))
+
+
+def test_a_large_user_is_served_by_the_store_while_their_view_loads(
+    reader: Memlane, db_url: str, now: datetime
+) -> None:
+    for n in range(6):
+        reader.add_memory("u1", {"content": f"Fact {n}: likes tea number {n}."})
+    embedder = get_embedder(reader.settings)
+    working = WorkingSet(db_url, budget_mb=64, eager_items=5)
+    assert working.view("u1", model=embedder.name, dim=embedder.dim) is None  # loading
+    assert working.warm("u1", model=embedder.name, dim=embedder.dim)
+    view = working.view("u1", model=embedder.name, dim=embedder.dim)
+    assert view is not None and len(view.memories) == 6
+    small = WorkingSet(db_url, budget_mb=64, eager_items=6)  # at the limit: loaded at once
+    assert small.view("u1", model=embedder.name, dim=embedder.dim) is not None
+    # through the facade: the first assembly reads the store, a warmed one the view
+    reader._working = WorkingSet(db_url, budget_mb=64, eager_items=5)
+    assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode != "working-set"
+    assert reader.warm("u1")
+    assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode == "working-set"

@@ -5,6 +5,7 @@ model saw names the same item later (to pin or forget it)."""
 
 from __future__ import annotations
 
+from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -27,6 +28,12 @@ def allocate(session: Session, user_id: str, count: int = 1) -> int:
         .returning(UserState.next_ref)
     )
     return int(session.execute(statement).scalar_one()) - count
+
+
+def issued(session: Session, user_id: str) -> int:
+    """How many refs the user has been given: their items of all time, live or not."""
+    number = session.scalar(select(UserState.next_ref).where(UserState.user_id == user_id))
+    return 0 if number is None else int(number) - 1
 
 
 def parse(identifier: str) -> int | None:

@@ -10,14 +10,16 @@ memlane's own).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
-from typing import Any, cast
+from typing import Any
+from typing import cast as cast_
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import LargeBinary, func, select, type_coerce
+from sqlalchemy import DateTime, LargeBinary, Text, cast, func, select, type_coerce
 from sqlalchemy.orm import Session, defer
 
 from memlane.models.store.context_items import episode_record, procedures, soul_blocks
@@ -27,7 +29,6 @@ from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, Sou
 
 Vector = npt.NDArray[np.float32]
 Vectors = tuple[str, Vector] | None  # (embedder, vector) of an item, or None
-_TIMES = ("created_at", "confirmed_at", "accessed_at", "expires_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,11 @@ def vector_of(raw: bytes | None, postgres: bool) -> Vector | None:
     return np.frombuffer(raw, dtype=np.float32).copy()
 
 
-_MEMORY_COLUMNS = (
+# Read as the database returns them, for speed: the keywords as their JSON text (one
+# parse for a whole user, `keywords_of`) and the times without the table's UTC type
+# (`memory_of` converts them).
+_TIMES = ("expires_at", "created_at", "confirmed_at", "accessed_at")
+_MEMORY_COLUMNS: tuple[Any, ...] = (
     MemoryRow.id,
     MemoryRow.user_id,
     MemoryRow.content,
@@ -68,18 +73,20 @@ _MEMORY_COLUMNS = (
     MemoryRow.tier,
     MemoryRow.status,
     MemoryRow.sensitive,
-    MemoryRow.expires_at,
-    MemoryRow.keywords,
+    type_coerce(MemoryRow.expires_at, DateTime(timezone=True)).label("expires_at"),
+    type_coerce(cast(MemoryRow.keywords, Text), Text).label("keywords"),
     MemoryRow.access_count,
-    MemoryRow.created_at,
-    MemoryRow.confirmed_at,
-    MemoryRow.accessed_at,
+    *(
+        type_coerce(getattr(MemoryRow, name), DateTime(timezone=True)).label(name)
+        for name in _TIMES[1:]
+    ),
     MemoryRow.ref,
     MemoryRow.source_conversation_id,
     MemoryRow.source_job_id,
     MemoryRow.evidence_seq,
 )
 _NAMES = [column.key for column in _MEMORY_COLUMNS]
+_KEYWORDS = _NAMES.index("keywords")
 
 
 def memory_columns(postgres: bool) -> list[Any]:
@@ -92,19 +99,26 @@ def memory_columns(postgres: bool) -> list[Any]:
     return [*_MEMORY_COLUMNS, MemoryRow.embedding_model, vector]
 
 
-def memory_of(row: Sequence[Any], postgres: bool) -> tuple[MemoryRecord, str, Vectors]:
+def keywords_of(rows: Sequence[Sequence[Any]]) -> list[frozenset[str]]:
+    """The keywords of rows of `memory_columns`, their JSON texts parsed at once."""
+    texts = ",".join(row[_KEYWORDS] or "[]" for row in rows)
+    return [frozenset(words) for words in json.loads(f"[{texts}]")]
+
+
+def memory_of(
+    row: Sequence[Any], postgres: bool, keywords: frozenset[str] | None = None
+) -> tuple[MemoryRecord, str, Vectors]:
     """A row of `memory_columns` as the memory's record (without its vector), its status
-    and its (embedder, vector). The row may come straight from psycopg (models/pipelined):
-    its times are converted to UTC as the table's type does."""
+    and its (embedder, vector); `keywords` when `keywords_of` has parsed them already."""
     fields = dict(zip(_NAMES, row, strict=False))
-    fields["keywords"] = frozenset(fields["keywords"] or ())
+    fields["keywords"] = keywords if keywords is not None else keywords_of([row])[0]
     for name in _TIMES:
         when = fields[name]
         if when is not None and when.tzinfo is not UTC:
             fields[name] = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    raw, model = cast(bytes | None, row[-1]), cast(str | None, row[-2])
+    raw, model = cast_(bytes | None, row[-1]), cast_(str | None, row[-2])
     vector = vector_of(raw, postgres)
-    status = cast(str, fields["status"])
+    status = cast_(str, fields["status"])
     return stored_record(fields), status, (model, vector) if vector is not None and model else None
 
 
@@ -115,11 +129,11 @@ def load(session: Session, user_id: str) -> UserItems:
         select(*memory_columns(postgres))
         .where(MemoryRow.user_id == user_id, MemoryRow.status == "active")
         .order_by(MemoryRow.id)
-    )
+    ).all()
     memories: list[MemoryRecord] = []
     memory_vectors: list[Vectors] = []
-    for row in rows:
-        record, _, pair = memory_of(row, postgres)
+    for row, words in zip(rows, keywords_of(rows), strict=True):
+        record, _, pair = memory_of(row, postgres, words)
         memories.append(record)
         memory_vectors.append(pair)
     episodes: list[EpisodeRecord] = []
