@@ -4,20 +4,44 @@ optional `.env` file. Nothing is read at import; call `get_settings()`.
 
 from __future__ import annotations
 
+import logging
+import os
+from collections.abc import Mapping
+from difflib import get_close_matches
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_SQLITE_FILE = "memlane.db"
+BUILT_IN_EMBEDDERS = ("hashing", "minilm")
+# Celery's transports that memlane's fleet can run on (kombu's aliases of them).
+BROKER_SCHEMES = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp", "memory")
+# MEMLANE_* variables that are not settings: read by memlane's own scripts, Procfile,
+# tests, benchmarks and client.
+NOT_SETTINGS = ("MEMLANE_WORKER_CONCURRENCY", "MEMLANE_EXTRACT_CONCURRENCY", "MEMLANE_PG_MAJOR")
+NOT_SETTINGS_PREFIXES = ("MEMLANE_TEST_", "MEMLANE_BENCH_", "MEMLANE_CLIENT_")
+
+log = logging.getLogger("memlane.config")
+_warned: set[str] = set()  # each unknown variable is named once per process
 
 
-class ScoringWeights(BaseSettings):
-    """Composite score weights; they must sum to 1 so scores stay in [0, 1]."""
+class ScoringWeights(BaseModel):
+    """Composite score weights; they must sum to 1 so scores stay in [0, 1]. A plain model,
+    set through `MEMLANE_WEIGHTS__RELEVANCE` and its siblings only (a settings class of
+    its own would read the unprefixed RELEVANCE, IMPORTANCE, … from the environment)."""
 
-    model_config = SettingsConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid")
 
     relevance: float = Field(0.40, ge=0.0, le=1.0)
     importance: float = Field(0.30, ge=0.0, le=1.0)
@@ -91,7 +115,6 @@ class Settings(BaseSettings):
 
     # --- assembly
     default_budget_tokens: int = Field(4000, ge=1)
-    context_window: int = Field(128_000, ge=1)
     system_prompt_tokens: int = Field(2_000, ge=0)
     user_message_tokens: int = Field(1_000, ge=0)
     output_headroom: int = Field(4_000, ge=0)
@@ -139,7 +162,25 @@ class Settings(BaseSettings):
     # --- front doors
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = Field(5_000_000, ge=1024)
-    log_level: str = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_in_capitals(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _no_near_miss(cls, value: str) -> str:
+        # Any other name is a litellm embedding model, so a typo of a built-in one would
+        # only fail at the first embedding, blaming the provider.
+        near = get_close_matches(value.lower(), BUILT_IN_EMBEDDERS, n=1, cutoff=0.75)
+        if value not in BUILT_IN_EMBEDDERS and near and "/" not in value:
+            raise ValueError(
+                f"{value!r} is not an embedder; did you mean {near[0]!r}? (built in: "
+                f"{', '.join(BUILT_IN_EMBEDDERS)}; any other name is a litellm model)"
+            )
+        return value
 
     @field_validator("api_keys", mode="before")
     @classmethod
@@ -153,11 +194,15 @@ class Settings(BaseSettings):
     def _known_database(cls, value: str | None) -> str | None:
         if value is None or value == "":
             return None
-        if not value.startswith(("postgresql", "sqlite")):
-            raise ValueError("must be a postgresql+psycopg:// or sqlite:/// URL")
-        if value.startswith("postgresql://") or value.startswith("postgres://"):
-            # psycopg 3 is the driver memlane ships; say so rather than import psycopg2.
-            value = "postgresql+psycopg://" + value.split("://", 1)[1]
+        scheme = value.split("://", 1)[0] if "://" in value else ""
+        if scheme in ("postgres", "postgresql"):
+            # what platforms hand out; psycopg 3 is the driver memlane ships
+            return "postgresql+psycopg://" + value.split("://", 1)[1]
+        if not scheme.startswith(("postgresql", "sqlite")):
+            raise ValueError(
+                "must be a PostgreSQL URL (postgresql://, postgres:// or "
+                "postgresql+psycopg://) or a SQLite one (sqlite:///path)"
+            )
         return value
 
     @field_validator("broker_url")
@@ -165,8 +210,12 @@ class Settings(BaseSettings):
     def _known_broker(cls, value: str | None) -> str | None:
         if value is None or value == "":
             return None
-        if "://" not in value:
-            raise ValueError("must be a URL such as redis://127.0.0.1:6379/0")
+        scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+        if scheme not in BROKER_SCHEMES:
+            raise ValueError(
+                "must be a broker URL such as redis://127.0.0.1:6379/0 (schemes: "
+                f"{', '.join(BROKER_SCHEMES)})"
+            )
         return value
 
     @property
@@ -184,9 +233,17 @@ class Settings(BaseSettings):
 
 
 def load_settings(**overrides: object) -> Settings:
-    """Build settings, turning a validation error into one that names the variable."""
+    """Build settings, turning a validation error into one that names the variable, and
+    warning of a `MEMLANE_*` variable that is no setting (a misspelling, most likely)."""
     from memlane.pipeline.errors import ConfigurationError
 
+    for name in unknown_variables(os.environ):
+        if name in _warned:
+            continue
+        _warned.add(name)
+        near = get_close_matches(name, setting_variables(), n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}?" if near else ""
+        log.warning("%s is not a memlane setting and is ignored%s", name, hint)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
@@ -195,6 +252,30 @@ def load_settings(**overrides: object) -> Settings:
             field = "__".join(str(part) for part in error["loc"])
             problems.append(f"MEMLANE_{field.upper()}: {error['msg']}")
         raise ConfigurationError("invalid settings: " + "; ".join(problems)) from None
+
+
+def setting_variables() -> list[str]:
+    """Every variable a setting is read from."""
+    names = []
+    for name, field in Settings.model_fields.items():
+        names.append(f"MEMLANE_{name.upper()}")
+        if field.annotation is ScoringWeights:
+            names += [
+                f"MEMLANE_{name.upper()}__{part.upper()}" for part in ScoringWeights.model_fields
+            ]
+    return names
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """The `MEMLANE_*` names in `environ` that are neither settings nor memlane's own."""
+    known = set(setting_variables()) | set(NOT_SETTINGS)
+    return sorted(
+        name
+        for name in environ
+        if name.startswith("MEMLANE_")
+        and name not in known
+        and not name.startswith(NOT_SETTINGS_PREFIXES)
+    )
 
 
 @lru_cache(maxsize=1)

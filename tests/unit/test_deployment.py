@@ -85,5 +85,36 @@ def test_compose_sets_only_real_settings_and_commits_no_secret() -> None:
 
 
 def test_flower_is_behind_basic_auth() -> None:
-    assert "--basic-auth" in procfile()["flower"]
-    assert "--basic-auth" in compose()["services"]["flower"]["command"]
+    for argv in (procfile()["flower"], compose()["services"]["flower"]["command"]):
+        assert any(a.startswith("--basic-auth=${FLOWER_BASIC_AUTH") for a in argv), argv
+
+
+def _as_run(argv: list[str]) -> list[str]:
+    """A command with each variable at its default (`${X:-d}` → d) and each required one
+    named alone (`${X:?why}` → `${X}`), so the Procfile and compose compare."""
+    return [
+        re.sub(r"\$\{(\w+):\?[^}]*\}", r"${\1}", re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", a))
+        for a in argv
+    ]
+
+
+@pytest.mark.parametrize(
+    ("service", "process"),
+    [
+        ("migrate", "release"),
+        ("api", "web"),
+        ("worker", "worker"),
+        ("extract", "extract"),
+        ("beat", "beat"),
+        ("flower", "flower"),
+    ],
+)
+def test_compose_runs_the_procfile_command_lines(service: str, process: str) -> None:
+    assert _as_run(compose()["services"][service]["command"]) == _as_run(procfile()[process])
+
+
+def test_flower_options_carry_their_values_with_an_equals_sign() -> None:
+    # tornado's options parser reads `--port 5555` as a flag without a value
+    for argv in (procfile()["flower"], compose()["services"]["flower"]["command"]):
+        options = [a for a in argv if a.startswith("--")]
+        assert options and all("=" in a for a in options), argv

@@ -1,0 +1,121 @@
+"""The Procfile runs as written: every process is started by its exact command line (the
+variables filled in by a shell, as a platform does) against the test database and Redis,
+and probed: the release migrates, the API answers, both workers answer a ping, beat
+runs and Flower lists the workers behind basic auth. docker-compose, which cannot run
+here, must say the same (tests/unit/test_deployment.py reads it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from celery import Celery
+
+from tests.integration.fleet import ROOT, fleet_env
+from tests.integration.test_flower import AUTH, free_port, wait_until_up
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def procfile() -> dict[str, str]:
+    entries = {}
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, command = line.split(":", 1)
+            entries[name.strip()] = command.strip()
+    return entries
+
+
+def start(command: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`command` through a shell, as a Procfile runner starts it, in its own group."""
+    return subprocess.Popen(
+        ["/bin/sh", "-c", f"exec {command}"],
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def test_every_procfile_process_starts_by_its_command_line(
+    pg: str, redis_url: str, tmp_path: Path
+) -> None:
+    commands = procfile()
+    assert set(commands) == {"release", "web", "worker", "extract", "beat", "flower"}
+    web_port, flower_port = free_port(), free_port()
+    bin_dir = str(Path(sys.executable).parent)  # memlane and celery, as installed
+    env = {
+        **os.environ,
+        **fleet_env(pg, redis_url),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PORT": str(web_port),
+        "FLOWER_PORT": str(flower_port),
+        "FLOWER_BASIC_AUTH": f"{AUTH[0]}:{AUTH[1]}",
+        "MEMLANE_WORKER_CONCURRENCY": "1",
+        "MEMLANE_EXTRACT_CONCURRENCY": "2",
+    }
+    release = subprocess.run(
+        ["/bin/sh", "-c", commands["release"]], cwd=ROOT, env=env, capture_output=True, timeout=120
+    )
+    assert release.returncode == 0, release.stderr.decode()[-2000:]
+    running = {
+        name: start(commands[name], env, tmp_path / f"{name}.log")
+        for name in ("web", "worker", "extract", "beat", "flower")
+    }
+
+    def logs() -> str:
+        return "\n".join(
+            f"--- {name}\n{(tmp_path / f'{name}.log').read_text(errors='replace')[-1500:]}"
+            for name in running
+        )
+
+    try:
+        wait_until_up(f"http://127.0.0.1:{web_port}/healthz", timeout=60)
+        hosts = {name.split("@")[0] for name in ping_all(redis_url, expected=2)}
+        assert hosts == {"worker", "extract"}, logs()
+        wait_until_up(f"http://127.0.0.1:{flower_port}/healthcheck", timeout=60)
+        flower = f"http://127.0.0.1:{flower_port}/api/workers"
+        assert httpx.get(flower, timeout=10).status_code == 401
+        deadline = time.monotonic() + 60
+        seen: dict = {}
+        while time.monotonic() < deadline and len(seen) < 2:
+            seen = httpx.get(f"{flower}?refresh=1", auth=AUTH, timeout=20).json()
+            time.sleep(0.5)
+        assert {name.split("@")[0] for name in seen} == {"worker", "extract"}, logs()
+        assert "beat: Starting" in (tmp_path / "beat.log").read_text(), logs()
+        for name, proc in running.items():
+            assert proc.poll() is None, f"{name} exited\n{logs()}"
+    finally:
+        for proc in running.values():
+            stop(proc)
+
+
+def ping_all(redis_url: str, *, expected: int, timeout: float = 60.0) -> list[str]:
+    """The names of the workers that answer a ping on `redis_url`."""
+    probe = Celery("probe", broker=redis_url)
+    deadline = time.monotonic() + timeout
+    names: list[str] = []
+    while time.monotonic() < deadline:
+        replies = probe.control.ping(timeout=2.0) or []
+        names = sorted(name for reply in replies for name in reply)
+        if len(names) >= expected:
+            return names
+        time.sleep(0.5)
+    return names

@@ -1,0 +1,141 @@
+"""Settings refuse mistakes: a bad value stops memlane and names the variable; an unknown
+MEMLANE_* variable is named with the closest real one; every setting is read somewhere."""
+
+from __future__ import annotations
+
+import ast
+import logging
+from pathlib import Path
+
+import pytest
+
+import memlane
+from memlane.config import settings as settings_module
+from memlane.config.settings import Settings, load_settings, unknown_variables
+from memlane.pipeline.errors import ConfigurationError
+
+PACKAGE = Path(memlane.__file__).parent
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(__import__("os").environ):
+        if name.startswith("MEMLANE_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setattr(settings_module, "_warned", set())
+
+
+def refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> str:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings()
+    assert name in str(caught.value)
+    return str(caught.value)
+
+
+def test_unprefixed_weight_names_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RELEVANCE", "IMPORTANCE", "RECENCY", "FREQUENCY"):
+        monkeypatch.setenv(name, "0.9")
+    assert load_settings().weights.relevance == 0.40
+    for name, value in (("RELEVANCE", "0.7"), ("IMPORTANCE", "0.1"), ("RECENCY", "0.1")):
+        monkeypatch.setenv(f"MEMLANE_WEIGHTS__{name}", value)
+    weights = load_settings().weights
+    assert (weights.relevance, weights.importance, weights.frequency) == (0.7, 0.1, 0.1)
+
+
+def test_the_log_level_is_a_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    refused(monkeypatch, "MEMLANE_LOG_LEVEL", "LOUD")
+    monkeypatch.setenv("MEMLANE_LOG_LEVEL", "debug")
+    assert load_settings().log_level == "DEBUG"
+
+
+@pytest.mark.parametrize("url", ["http://foo", "redis", "kafka://127.0.0.1:9092"])
+def test_a_broker_url_names_a_transport(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    assert "redis://" in refused(monkeypatch, "MEMLANE_BROKER_URL", url)
+
+
+@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "amqp://guest@127.0.0.1//"])
+def test_real_brokers_are_taken(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("MEMLANE_BROKER_URL", url)
+    assert load_settings().broker_url == url
+
+
+@pytest.mark.parametrize(
+    ("url", "read"),
+    [
+        ("postgres://app@db:5432/memlane", "postgresql+psycopg://app@db:5432/memlane"),
+        ("postgresql://app@db/memlane", "postgresql+psycopg://app@db/memlane"),
+        ("postgresql+psycopg://app@db/m", "postgresql+psycopg://app@db/m"),
+        ("sqlite:///memlane.db", "sqlite:///memlane.db"),
+    ],
+)
+def test_platform_database_urls_are_taken(
+    monkeypatch: pytest.MonkeyPatch, url: str, read: str
+) -> None:
+    monkeypatch.setenv("MEMLANE_DATABASE_URL", url)
+    assert load_settings().database_url == read
+
+
+def test_other_databases_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "postgres://" in refused(monkeypatch, "MEMLANE_DATABASE_URL", "mysql://db/m")
+
+
+def test_a_misspelt_embedder_is_refused_with_the_name_meant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert "'minilm'" in refused(monkeypatch, "MEMLANE_EMBEDDING_MODEL", "minilmm")
+    for name in ("minilm", "hashing", "text-embedding-3-small", "openai/minilm-like"):
+        monkeypatch.setenv("MEMLANE_EMBEDDING_MODEL", name)
+        assert load_settings().embedding_model == name
+
+
+def test_an_unknown_variable_is_named_with_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("MEMLANE_DATABSE_URL", "sqlite:///x.db")
+    for name in ("MEMLANE_TEST_PG_DB", "MEMLANE_BENCH_DB_SUFFIX", "MEMLANE_WORKER_CONCURRENCY"):
+        monkeypatch.setenv(name, "1")
+    monkeypatch.setenv("MEMLANE_WEIGHTS__RELEVANCE", "0.40")
+    with caplog.at_level(logging.WARNING, logger="memlane.config"):
+        assert load_settings().database_url is None
+        load_settings()
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == [
+        "MEMLANE_DATABSE_URL is not a memlane setting and is ignored; "
+        "did you mean MEMLANE_DATABASE_URL?"
+    ]
+
+
+def test_memlanes_own_files_use_no_unknown_variable() -> None:
+    root = PACKAGE.parent
+    used = set()
+    for path in [
+        *root.glob("memlane/**/*.py"),
+        *root.glob("scripts/*.sh"),
+        *root.glob("bench/**/*.py"),
+        *root.glob("tests/**/*.py"),
+        root / "Procfile",
+        root / "docker-compose.yml",
+        root / "README.md",
+    ]:
+        used |= set(
+            __import__("re").findall(r"\bMEMLANE_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text())
+        )
+    strays = set(unknown_variables(dict.fromkeys(used, ""))) - {"MEMLANE_DATABSE_URL", "MEMLANE_X"}
+    assert strays == set()
+
+
+def test_every_setting_is_read_outside_the_settings() -> None:
+    read: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        if path.parent.name == "config":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute):
+                read.add(node.attr)
+    # a field read through a property of Settings that is read (resolved_database_url)
+    tree = ast.parse((PACKAGE / "config" / "settings.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name in read:
+            read |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+    assert set(Settings.model_fields) - read == set()
