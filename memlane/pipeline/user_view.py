@@ -3,12 +3,14 @@ all of them (memories, episodes and procedures in one Corpus) and the columns th
 composite score needs, so a query ranks the whole store at once (numpy) and only a
 shortlist of it goes through the assembler's item-by-item rules.
 
-The shortlist holds every pinned and verified memory and every memory the safety
-filter leaves out (the pack names them), and the best of the rest in the assembler's
-own order (assembly rule 4 with a query, the strategy's order without one): at most
-`limit`, and with a budget, as many as it takes for their lines, estimated from each
-item's length, to fill `walk_margin` budgets, so the assembler's walk ends before the
-shortlist does. Only the rows kept are sorted (pipeline.top_k).
+The shortlist holds every pinned and verified memory, and the best of the rest in the
+assembler's own order (assembly rule 4 with a query, the strategy's order without one):
+at most `limit`, and with a budget, as many as it takes for their lines, estimated from
+each item's length, to fill `walk_margin` budgets, so the assembler's walk ends before
+the shortlist does. Only the rows kept are sorted (pipeline.top_k). Of the memories the
+safety filter leaves out (expired, sensitive), those the walk would have reached come
+too, so the pack names what was kept out of this context; naming every one, on every
+assembly, made the pack of a 100k user list ~2,000 of them.
 """
 
 from __future__ import annotations
@@ -99,6 +101,18 @@ COLUMNS = (
     "kind",
     "chars",
 )
+
+
+def _ordered_before(
+    keys: Sequence[FloatArray], rows: npt.NDArray[np.intp], last: int
+) -> npt.NDArray[np.intp]:
+    """The `rows` whose keys come before those of row `last` in lexicographic order
+    (keys[0] the most significant; ties by row, as `lexicographic_top` breaks them)."""
+    before = rows < last
+    for key in reversed(keys):
+        mine, theirs = key[rows], key[last]
+        before = (mine < theirs) | ((mine == theirs) & before)
+    return rows[before]
 
 
 def _chars(record: EpisodeRecord | Procedure) -> int:
@@ -326,7 +340,8 @@ class UserView:
         )
         is_memory = live & (self.kind == MEMORY)
         visible = (self.expires > _epoch(now)) & (include_sensitive | ~self.sensitive)
-        always = is_memory & (~self.free | ~visible)  # pinned, verified; excluded for the pack
+        always = is_memory & ~self.free  # pinned, verified
+        excluded = is_memory & self.free & ~visible  # expired or sensitive: the pack's
         extra: set[int] = set()
         if relevance is not None and strategy == "scored":
             pool = live & self.free & visible & ((self.kind != PROCEDURE) | (rel > 0))
@@ -354,6 +369,9 @@ class UserView:
         ranked = in_pool[lexicographic_top([key[in_pool] for key in keys], limit)]
         if walk_tokens is not None:
             ranked = ranked[: self._walked(ranked, walk_tokens, style)]
+        if len(ranked):
+            # the excluded memories the walk would have reached: the pack names them
+            extra |= set(_ordered_before(keys, np.flatnonzero(excluded), ranked[-1]).tolist())
         keep = sorted(set(ranked.tolist()) | set(np.flatnonzero(always).tolist()) | extra)
         ids = self.corpus.ids
         chosen = [self.records[i] for i in keep]

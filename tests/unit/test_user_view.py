@@ -295,3 +295,37 @@ def test_a_margin_of_zero_lets_the_assembler_walk_every_item() -> None:
     assert view.shortlist_size(100, "default", 0) == len(memories)
     assert view.shortlist_size(100, "default", 1.5) == 50  # MIN_WALK
     assert view.shortlist_size(4000, "compact", 1.5) == 751
+
+
+def test_the_pack_names_the_excluded_memories_the_walk_would_have_reached() -> None:
+    memories = [
+        mem(
+            f"mem_{i:03d}",
+            f"Fact {i:03d}: " + "word " * 10,
+            importance=1 - i / 1000,
+            sensitive=i % 10 == 0,
+            ref=i + 1,
+        )
+        for i in range(300)
+    ]
+    view = build(memories, [], [])
+    shortlist = view.shortlist(
+        None,
+        strategy="important",
+        now=NOW,
+        weights=Weights(),
+        half_life_hours=168.0,
+        relevance_floor=0.8,
+        include_sensitive=False,
+        limit=view.shortlist_size(2000, "default", 1.5),
+        walk_tokens=3000,
+    )
+    walked = [m for m in shortlist.memories if not m.sensitive]
+    named = [m for m in shortlist.memories if m.sensitive]
+    last = int(walked[-1].id.removeprefix("mem_"))
+    assert len(walked) == math.ceil(3000 / (18 + len(memories[0].content) / 4))
+    assert [m.id for m in named] == [f"mem_{i:03d}" for i in range(0, last, 10)]
+    common = dict(user_id="u1", query=None, strategy="important", budget_tokens=2000, now=NOW)
+    pack = assemble_context(request(**common, memories=shortlist.memories)).pack_data
+    dropped = {i["id"] for i in pack["items"] if i["drop_reason"] == "sensitive"}
+    assert dropped == {m.id for m in named}
