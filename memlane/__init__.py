@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     from memlane.pipeline.errors import (
         BudgetError,
         ConfigurationError,
+        ConflictError,
         ExtractionError,
+        InvalidInputError,
         MemlaneError,
         NotFoundError,
         TranscriptError,
@@ -29,6 +31,8 @@ _PUBLIC = {
     "MemlaneError": "memlane.pipeline.errors",
     "BudgetError": "memlane.pipeline.errors",
     "ConfigurationError": "memlane.pipeline.errors",
+    "ConflictError": "memlane.pipeline.errors",
+    "InvalidInputError": "memlane.pipeline.errors",
     "ExtractionError": "memlane.pipeline.errors",
     "NotFoundError": "memlane.pipeline.errors",
     "TranscriptError": "memlane.pipeline.errors",
@@ -39,7 +43,9 @@ _PUBLIC = {
 __all__ = [
     "BudgetError",
     "ConfigurationError",
+    "ConflictError",
     "ExtractionError",
+    "InvalidInputError",
     "Memlane",
     "MemlaneError",
     "NotFoundError",

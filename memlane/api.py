@@ -38,9 +38,12 @@ from memlane.models.schemas import (
     JobPublic,
     MemoryCreate,
     MemoryPublic,
+    StoredText,
     TranscriptIn,
+    UserIdIn,
 )
 from memlane.pipeline.assembly_types import ContextPack
+from memlane.pipeline.budget import MAX_BUDGET_TOKENS
 from memlane.pipeline.context_format import Style
 from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
 from memlane.pipeline.scoring import Strategy
@@ -56,14 +59,14 @@ class ContextRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user_id: Identifier
-    query: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)
+    user_id: UserIdIn
+    query: StoredText | None = Field(None, max_length=MAX_MESSAGE_CHARS)
     strategy: Strategy = "scored"
-    budget_tokens: int | None = Field(None, ge=1)
-    context_window: int | None = Field(None, ge=1)
-    system_prompt_tokens: int | None = Field(None, ge=0)
-    user_message_tokens: int | None = Field(None, ge=0)
-    output_headroom: int | None = Field(None, ge=0)
+    budget_tokens: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS)
+    context_window: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS)
+    system_prompt_tokens: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
+    user_message_tokens: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
+    output_headroom: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
     safety_margin: float | None = Field(None, ge=0.0, lt=1.0)
     model: str | None = Field(None, max_length=200, description="tokenizer of this model")
     include_sensitive: bool = False
@@ -95,13 +98,13 @@ class MemoryPatch(BaseModel):
 
 class SoulIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    content: str = Field(min_length=1, max_length=20_000)
+    content: StoredText = Field(min_length=1, max_length=20_000)
 
 
 class ProcedureIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Identifier
-    content: str = Field(min_length=1, max_length=20_000)
+    content: StoredText = Field(min_length=1, max_length=20_000)
 
 
 class Runtime:

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memlane.pipeline.errors import (
     BudgetError,
     ConfigurationError,
+    InvalidInputError,
     MemlaneError,
     NotFoundError,
     TranscriptError,
@@ -33,11 +34,18 @@ _STATUS_OF: tuple[tuple[type[MemlaneError], int, str], ...] = (
     (TranscriptError, 422, "invalid_transcript"),
     (NotFoundError, 404, "not_found"),
     (BudgetError, 422, "budget_exceeded"),
+    (InvalidInputError, 422, "validation_error"),
     (ConfigurationError, 500, "configuration_error"),
 )
 _HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
 # MessageIn's validator words it "content is 123,456 characters; the limit is 100,000".
 _TOO_LONG = re.compile(r"content is [\d,]+ characters; the limit is [\d,]+")
+
+UNREADABLE_BODY = (
+    "the body could not be read as JSON (not UTF-8, or nested more than "
+    "a parser allows); send one JSON object, Content-Type: application/json"
+)
+NOT_JSON = "the body must be a JSON object, sent with Content-Type: application/json"
 
 Handler = Callable[[Request, Exception], Coroutine[Any, Any, JSONResponse]]
 
@@ -142,11 +150,14 @@ async def on_memlane_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
-    if exc.status_code == 400 and request.url.path.endswith("/transcripts"):
-        # FastAPI answers 400 when the body is not even decodable text (invalid UTF-8):
-        # for a transcript that is bad input like any other, rejected whole.
+    if exc.status_code == 400:
+        # FastAPI answers 400 when it cannot parse the body at all (not UTF-8, or JSON
+        # nested too deeply for the parser): bad input like any other, rejected whole.
+        transcript = request.url.path.endswith("/transcripts")
         return error_response(
-            422, "invalid_transcript", "invalid transcript: the body is not valid UTF-8 JSON"
+            422,
+            "invalid_transcript" if transcript else "validation_error",
+            f"{'invalid transcript' if transcript else 'invalid request'}: {UNREADABLE_BODY}",
         )
     code = "body_too_large" if isinstance(exc, BodyTooLarge) else None
     code = code or _HTTP_CODES.get(exc.status_code, "http_error")
@@ -166,6 +177,8 @@ def validation_handler(transcript_paths: Collection[str]) -> Handler:
             loc = [str(part) for part in error["loc"]]
             field = ".".join(loc[1:] if loc[:1] == ["body"] and len(loc) > 1 else loc)
             message = str(error["msg"]).removeprefix("Value error, ")
+            if loc == ["body"] and not _is_json(request):
+                message = NOT_JSON
             if on_transcript and loc[1:2] == ["messages"] and _TOO_LONG.search(message):
                 index = int(loc[2])
                 text = f"message {index} is too long: {field}: {message}"
@@ -177,6 +190,11 @@ def validation_handler(transcript_paths: Collection[str]) -> Handler:
         return error_response(422, code, f"invalid request: {shown}{more}", details=details[:50])
 
     return on_validation_error
+
+
+def _is_json(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
 
 
 async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:

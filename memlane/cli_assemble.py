@@ -26,6 +26,8 @@ from pydantic import (
 )
 
 from memlane.cli_common import fail, lane_session, one_line, parse_now, stderr
+from memlane.models.schemas import StoredText, UserIdIn
+from memlane.pipeline.budget import MAX_BUDGET_TOKENS
 from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import MemlaneError
 from memlane.pipeline.scoring import Strategy
@@ -46,10 +48,10 @@ class BatchQuery(BaseModel):
 
     id: str | int | None = None
     question_id: str | int | None = None
-    user_id: str = Field(min_length=1)
-    query: str | None = None
-    budget: int | None = Field(None, ge=1)
-    context_window: int | None = Field(None, ge=1)
+    user_id: UserIdIn
+    query: StoredText | None = None
+    budget: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS)
+    context_window: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS)
     strategy: Strategy | None = None
     style: Style | None = None
     now: datetime | None = None
@@ -70,12 +72,16 @@ def assemble(
     user: Annotated[str | None, typer.Option(help="The user whose context to build.")] = None,
     query: Annotated[str | None, typer.Option(help="The user's next message.")] = None,
     budget: Annotated[
-        int | None, typer.Option(min=1, help="Token budget of the context.", show_default=False)
+        int | None,
+        typer.Option(
+            min=1, max=MAX_BUDGET_TOKENS, help="Token budget of the context.", show_default=False
+        ),
     ] = None,
     context_window: Annotated[
         int | None,
         typer.Option(
             min=1,
+            max=MAX_BUDGET_TOKENS,
             help="Derive the budget from the model's context window (minus system prompt, "
             "user message, output headroom, then the safety margin).",
             show_default=False,

@@ -10,6 +10,7 @@ names is not there (as `grep` exits 1 when nothing matches).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,6 +39,15 @@ FAILURE_EXIT = 1
 # markup off: memory contents and ids are printed as they are, brackets included.
 stdout = Console(highlight=False, markup=False)
 stderr = Console(stderr=True, highlight=False, markup=False)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """`text` safe to print in a terminal: control characters (an escape sequence in a
+    memory's content would recolour or rewrite the screen) written as `\\x1b`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def one_line(exc: BaseException) -> str:

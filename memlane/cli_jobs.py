@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memlane.cli_common import lane_session, report_job_outcomes, stdout, wait_for_jobs
+from memlane.cli_common import lane_session, report_job_outcomes, shown, stdout, wait_for_jobs
 from memlane.models.schemas import JobPublic, JobStatus
 
 jobs_app = typer.Typer(help="Extraction jobs: list, show, retry.", no_args_is_help=True)
@@ -52,7 +52,7 @@ def list_jobs(
             job.stage,
             f"{job.window_start_seq}-{job.window_end_seq}",
             str(job.attempts),
-            _first_line(job.last_error),
+            shown(_first_line(job.last_error)),
         )
     stdout.print(table)
 
@@ -66,10 +66,10 @@ def _echo_job(job: JobPublic, as_json: bool) -> None:
     table.add_column(overflow="fold")
     for key, value in job.model_dump(mode="json").items():
         if key != "last_error":
-            table.add_row(key, "" if value is None else str(value))
+            table.add_row(key, "" if value is None else shown(str(value)))
     stdout.print(table)
     if job.last_error:  # in full: it may carry the model's raw answer
-        typer.echo("last_error:\n" + job.last_error)
+        typer.echo("last_error:\n" + shown(job.last_error))
 
 
 @jobs_app.command()

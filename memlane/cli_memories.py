@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from rich.table import Table
 
-from memlane.cli_common import lane_session, stdout
+from memlane.cli_common import lane_session, shown, stdout
 from memlane.pipeline.records import Category, Tier
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def memories_table(rows: list[MemoryPublic], *, title: str | None = None) -> Tab
             f"{m.importance:.2f}",
             f"{m.confidence:.2f}",
             str(m.access_count),
-            m.content + flags,
+            shown(m.content) + flags,
         )
     return table
 
@@ -57,7 +57,7 @@ def _echo_memory(memory: MemoryPublic, as_json: bool) -> None:
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key, value in memory.model_dump(mode="json").items():
-        table.add_row(key, "" if value is None else str(value))
+        table.add_row(key, "" if value is None else shown(str(value)))
     stdout.print(table)
 
 

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from memlane.background import AccessRecorder, PackWriter
 from memlane.config.settings import Settings, load_settings
+from memlane.input_checks import check_text, checked
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import (
@@ -259,6 +260,9 @@ class Memlane:
             raise ValueError(
                 f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
             )
+        check_text(user_id, "user_id")  # by hand: the hot path skips the decorator's binding
+        if query:
+            check_text(query, "query")
         s = self.settings
         now = now or utcnow()
         if budget_tokens is not None:
@@ -406,6 +410,7 @@ class Memlane:
             )
         )
 
+    @checked("user_id")
     def warm(self, user_id: str) -> bool:
         """Load the user's working set now. A large user's first assemblies otherwise
         read the store while it loads in the background (memlane.models.working_set).
@@ -460,6 +465,7 @@ class Memlane:
 
     # ------------------------------------------------------------------ memories
 
+    @checked("user_id")
     def add_memory(self, user_id: str, memory: MemoryCreate | Mapping[str, Any]) -> MemoryPublic:
         created = (
             memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
@@ -476,10 +482,12 @@ class Memlane:
                 now=utcnow(),
             )
 
+    @checked("user_id", "memory_id")
     def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
         with unit_of_work(self.url) as session:
             return memories.to_public(memories.get(session, user_id, memory_id))
 
+    @checked("user_id")
     def list_memories(
         self,
         user_id: str,
@@ -493,6 +501,7 @@ class Memlane:
                 session, user_id, status=status, limit=limit, offset=offset
             )
 
+    @checked("user_id", "memory_id")
     def set_tier(self, user_id: str, memory_id: str, tier: Tier) -> MemoryPublic:
         with unit_of_work(self.url) as session:
             return memories.set_tier(session, user_id, memory_id, tier)
@@ -503,19 +512,23 @@ class Memlane:
     def verify(self, user_id: str, memory_id: str) -> MemoryPublic:
         return self.set_tier(user_id, memory_id, "verified")
 
+    @checked("user_id", "memory_id")
     def quarantine(self, user_id: str, memory_id: str) -> MemoryPublic:
         with unit_of_work(self.url) as session:
             return memories.set_status(session, user_id, memory_id, "quarantined")
 
+    @checked("user_id", "memory_id")
     def forget(self, user_id: str, memory_id: str) -> MemoryPublic:
         """Marks the memory deleted: it never reaches a context again."""
         with unit_of_work(self.url) as session:
             return memories.set_status(session, user_id, memory_id, "deleted")
 
+    @checked("user_id", "memory_id")
     def mark_sensitive(self, user_id: str, memory_id: str, sensitive: bool = True) -> MemoryPublic:
         with unit_of_work(self.url) as session:
             return memories.set_sensitive(session, user_id, memory_id, sensitive)
 
+    @checked("user_id", "memory_id")
     def update_memory(
         self,
         user_id: str,
@@ -538,16 +551,19 @@ class Memlane:
 
     # ------------------------------------------------------------------ soul, procedures
 
+    @checked("user_id", "content")
     def set_soul_block(self, user_id: str, kind: SoulKind, content: str) -> SoulBlock:
         with unit_of_work(self.url) as session:
             return context_items.set_soul_block(
                 session, user_id=user_id, kind=kind, content=content, now=utcnow()
             )
 
+    @checked("user_id")
     def soul_blocks(self, user_id: str) -> list[SoulBlock]:
         with unit_of_work(self.url) as session:
             return context_items.soul_blocks(session, user_id)
 
+    @checked("user_id", "name", "content")
     def add_procedure(
         self, user_id: str, name: str, content: str, *, extra_keywords: Iterable[str] = ()
     ) -> Procedure:
@@ -562,6 +578,7 @@ class Memlane:
                 now=utcnow(),
             )
 
+    @checked("user_id")
     def procedures(self, user_id: str) -> list[Procedure]:
         with unit_of_work(self.url) as session:
             return context_items.procedures(session, user_id)
@@ -599,16 +616,19 @@ class Memlane:
 
     # ------------------------------------------------------------------ jobs, packs
 
+    @checked("job_id")
     def job(self, job_id: str) -> JobPublic:
         with unit_of_work(self.url) as session:
             return jobs.to_public(jobs.load(session, job_id))
 
+    @checked("user_id")
     def jobs(
         self, *, status: str | None = None, user_id: str | None = None, limit: int = 100
     ) -> list[JobPublic]:
         with unit_of_work(self.url) as session:
             return jobs.list_jobs(session, status=status, user_id=user_id, limit=limit)  # type: ignore[arg-type]
 
+    @checked("job_id")
     def retry_job(self, job_id: str) -> JobPublic:
         with unit_of_work(self.url) as session:
             job = jobs.retry(session, job_id, now=utcnow())
@@ -619,6 +639,7 @@ class Memlane:
             self.dispatcher.store([job_id])
         return public
 
+    @checked("pack_id")
     def pack(self, pack_id: str) -> dict[str, Any]:
         with unit_of_work(self.url) as session:
             return context_items.get_pack(session, pack_id)

@@ -24,6 +24,7 @@ from memlane.models.schemas import TranscriptIn
 from memlane.pipeline.errors import TranscriptError
 
 STDIN = "-"
+TOO_DEEP = "JSON nested more deeply than a transcript can be"
 SUFFIXES = (".json", ".jsonl")
 
 
@@ -65,7 +66,7 @@ def read_transcripts(
         if source == STDIN:
             if stdin is None:
                 raise TranscriptError("-: stdin is not available")
-            text, name, as_lines = stdin.read(), "<stdin>", False
+            text, name, as_lines = stdin.read().removeprefix("\ufeff"), "<stdin>", False
         else:
             text, name, as_lines = _read_text(source), source, source.endswith(".jsonl")
         found.extend(parse_text(text, name, jsonl=as_lines))
@@ -79,7 +80,9 @@ def read_transcripts(
 
 def _read_text(path: str) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
+        # as the HTTP API reads a body: UTF-8 (a BOM is skipped), or UTF-16/32 with theirs
+        return raw.decode(json.detect_encoding(raw)).removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise TranscriptError(
             f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"
@@ -102,6 +105,8 @@ def parse_text(text: str, name: str, *, jsonl: bool) -> list[SourcedTranscript]:
         raise TranscriptError(
             f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise TranscriptError(f"{name}: {TOO_DEEP}") from None
     if isinstance(value, list):
         if not value:
             raise TranscriptError(f"{name}: the list of transcripts is empty")
@@ -111,7 +116,8 @@ def parse_text(text: str, name: str, *, jsonl: bool) -> list[SourcedTranscript]:
 
 def _parse_lines(text: str, name: str) -> list[SourcedTranscript]:
     parsed: list[SourcedTranscript] = []
-    for number, line in _numbered(text.splitlines()):
+    # JSONL lines end at "\n" only: U+2028 and its kind are text inside a JSON string
+    for number, line in _numbered(line.removesuffix("\r") for line in text.split("\n")):
         where = f"{name} line {number}"
         try:
             value = json.loads(line)
@@ -119,6 +125,8 @@ def _parse_lines(text: str, name: str) -> list[SourcedTranscript]:
             raise TranscriptError(
                 f"{where}: invalid JSON at column {exc.colno}: {exc.msg}"
             ) from None
+        except RecursionError:
+            raise TranscriptError(f"{where}: {TOO_DEEP}") from None
         parsed.append(_validate(value, where))
     return parsed
 

@@ -5,10 +5,11 @@ results out). The domain's records (memories, episodes, …) live in
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 from pydantic import (
+    AfterValidator,
     Field,
     StringConstraints,
     field_validator,
@@ -28,7 +29,41 @@ JobStatus = Literal["queued", "running", "done", "failed"]
 JobStage = Literal["extract", "store"]
 
 
-Identifier = Annotated[str, StringConstraints(min_length=1, max_length=200, strip_whitespace=True)]
+def storable_text(value: str) -> str:
+    """`value` if both backends can store it: no NUL character (PostgreSQL refuses it in
+    text) and no lone surrogate (legal in JSON, not encodable as UTF-8)."""
+    if "\x00" in value:
+        raise ValueError("contains a NUL character (\\u0000), which text cannot hold")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(value[exc.start])
+        raise ValueError(f"contains a lone surrogate (\\u{code:04x}), which is not text") from None
+    return value
+
+
+def user_id_rule(value: str) -> str:
+    """A user id also names a path of the HTTP API (/v1/users/{user}/…): no '/'."""
+    if "/" in value:
+        raise ValueError("contains '/', which a user id cannot (it is part of URL paths)")
+    return value
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """A time without a zone is read as UTC (what most chat apps send)."""
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+StoredText = Annotated[str, AfterValidator(storable_text)]
+Identifier = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200, strip_whitespace=True),
+    AfterValidator(storable_text),
+]
+UserIdIn = Annotated[Identifier, AfterValidator(user_id_rule)]
+UtcTime = Annotated[datetime, AfterValidator(as_utc)]
 
 # A single message may be long (pasted logs), but not unbounded: the HTTP door and the
 # facade share this limit so a 10 MB message is refused everywhere with the same words.
@@ -45,15 +80,14 @@ class MessageIn(Frozen):
     id: Identifier | None = None
     role: Role
     content: str
-    created_at: datetime | None = None
+    created_at: UtcTime | None = None
 
     @field_validator("content")
     @classmethod
     def _content_is_text(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("content is empty")
-        if "\x00" in value:
-            raise ValueError("content contains a NUL byte")
+        storable_text(value)
         if len(value) > MAX_MESSAGE_CHARS:
             raise ValueError(
                 f"content is {len(value):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
@@ -71,7 +105,7 @@ class TranscriptIn(Frozen):
     """
 
     conversation_id: Identifier
-    user_id: Identifier
+    user_id: UserIdIn
     messages: list[MessageIn] = Field(min_length=1, max_length=MAX_MESSAGES_PER_TRANSCRIPT)
     final: bool = False
 
@@ -108,13 +142,17 @@ class TranscriptIn(Frozen):
 class MemoryCreate(Frozen):
     """A memory added by hand (API, CLI, facade)."""
 
-    content: Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=True)]
+    content: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=2000, strip_whitespace=True),
+        AfterValidator(storable_text),
+    ]
     category: Category = "fact"
     importance: Score01 = 0.7
     confidence: Score01 = 1.0
     tier: Tier = "candidate"
     sensitive: bool = False
-    expires_at: datetime | None = None
+    expires_at: UtcTime | None = None
 
 
 class MemoryPublic(Frozen):

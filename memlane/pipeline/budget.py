@@ -18,12 +18,19 @@ from memlane.pipeline.errors import BudgetError
 DEFAULT_SAFETY_MARGIN = 0.10
 
 
+# Far above any model's context window (a few million tokens at most): a larger number is
+# a mistake, and would not fit the store's integers.
+MAX_BUDGET_TOKENS = 100_000_000
+
+
 def validate_budget(budget_tokens: int) -> int:
-    """A given budget: a whole number of tokens, at least 1."""
+    """A given budget: a whole number of tokens, from 1 to MAX_BUDGET_TOKENS."""
     if isinstance(budget_tokens, bool) or not isinstance(budget_tokens, int):
         raise ValueError(f"budget_tokens must be a whole number of tokens, not {budget_tokens!r}")
-    if budget_tokens <= 0:
-        raise ValueError(f"budget_tokens must be positive, not {budget_tokens:,}")
+    if not 0 < budget_tokens <= MAX_BUDGET_TOKENS:
+        raise ValueError(
+            f"budget_tokens must be from 1 to {MAX_BUDGET_TOKENS:,}, not {budget_tokens:,}"
+        )
     return budget_tokens
 
 
@@ -40,16 +47,18 @@ def derive_budget(
     ValueError for a non-positive window, negative reservations or a margin outside
     [0, 1); BudgetError when the reservations leave no token for the context.
     """
-    if context_window <= 0:
-        raise ValueError(f"context_window must be positive, not {context_window:,}")
+    if not 0 < context_window <= MAX_BUDGET_TOKENS:
+        raise ValueError(
+            f"context_window must be from 1 to {MAX_BUDGET_TOKENS:,}, not {context_window:,}"
+        )
     reserved = {
         "system_prompt_tokens": system_prompt_tokens,
         "user_message_tokens": user_message_tokens,
         "output_headroom": output_headroom,
     }
     for name, value in reserved.items():
-        if value < 0:
-            raise ValueError(f"{name} must not be negative, not {value:,}")
+        if not 0 <= value <= MAX_BUDGET_TOKENS:
+            raise ValueError(f"{name} must be from 0 to {MAX_BUDGET_TOKENS:,}, not {value:,}")
     if not 0.0 <= safety_margin < 1.0:
         raise ValueError(f"safety_margin must be in [0, 1), not {safety_margin!r}")
     keep = 1 - Fraction(str(safety_margin))

@@ -50,6 +50,19 @@ class BudgetError(MemlaneError):
         return self.required - self.budget
 
 
+class InvalidInputError(MemlaneError, ValueError):
+    """A value given to memlane (a user id, a text, a number) that it cannot use; the
+    message names the value and why. Nothing was written."""
+
+    code = "invalid_input"
+
+
+class ConflictError(MemlaneError):
+    """The request contradicts what is stored (a procedure name already taken)."""
+
+    code = "conflict"
+
+
 class NotFoundError(MemlaneError):
     """A memory, job or pack id that does not exist (for this user)."""
 

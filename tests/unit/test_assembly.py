@@ -359,7 +359,7 @@ def test_text_and_json_describe_the_same_selection() -> None:
 
 
 def test_invalid_requests() -> None:
-    with pytest.raises(ValueError, match="budget_tokens must be positive"):
+    with pytest.raises(ValueError, match="budget_tokens must be from 1 to"):
         assemble_context(request(budget_tokens=0))
     with pytest.raises(ValueError, match="memory_share"):
         assemble_context(request(memory_share=1.5))

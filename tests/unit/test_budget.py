@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memlane.pipeline.budget import (
+    MAX_BUDGET_TOKENS,
     MIN_MEMORY_LINE_TOKENS,
     derive_budget,
     strategy_top_k,
@@ -87,10 +88,12 @@ def test_one_token_left_before_the_margin_is_still_no_room() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"context_window": 0}, "context_window must be positive"),
-        ({"context_window": -5}, "context_window must be positive"),
-        ({"system_prompt_tokens": -1}, "system_prompt_tokens must not be negative"),
-        ({"output_headroom": -1}, "output_headroom must not be negative"),
+        ({"context_window": 0}, "context_window must be from 1 to 100,000,000"),
+        ({"context_window": -5}, "context_window must be from 1 to"),
+        ({"context_window": 10**30}, "context_window must be from 1 to"),
+        ({"system_prompt_tokens": -1}, "system_prompt_tokens must be from 0 to"),
+        ({"output_headroom": -1}, "output_headroom must be from 0 to"),
+        ({"output_headroom": 10**30}, "output_headroom must be from 0 to"),
         ({"safety_margin": 1.0}, r"safety_margin must be in \[0, 1\)"),
         ({"safety_margin": -0.1}, r"safety_margin must be in \[0, 1\)"),
     ],
@@ -111,8 +114,9 @@ def test_invalid_arguments(kwargs: dict[str, float], message: str) -> None:
 def test_validate_budget() -> None:
     assert validate_budget(1) == 1
     assert validate_budget(108_900) == 108_900
-    for bad in (0, -1):
-        with pytest.raises(ValueError, match="must be positive"):
+    assert validate_budget(MAX_BUDGET_TOKENS) == MAX_BUDGET_TOKENS
+    for bad in (0, -1, MAX_BUDGET_TOKENS + 1, 10**30):
+        with pytest.raises(ValueError, match="must be from 1 to 100,000,000"):
             validate_budget(bad)
     for wrong_type in (True, 1.5, "100"):
         with pytest.raises(ValueError, match="whole number"):

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from memlane.models.store import changes, refs
 from memlane.models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
-from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.errors import ConflictError, NotFoundError
 from memlane.pipeline.records import (
     SOUL_KINDS,
     EpisodeRecord,
@@ -155,6 +155,13 @@ def add_procedure(
     keywords: Iterable[str],
     now: datetime,
 ) -> Procedure:
+    taken = select(ProcedureRow.id).where(
+        ProcedureRow.user_id == user_id, ProcedureRow.name == name
+    )
+    if session.scalar(taken) is not None:
+        raise ConflictError(
+            f"user {user_id!r} already has a procedure named {name!r}; choose another name"
+        )
     procedure_id = "proc_" + uuid.uuid4().hex[:24]
     words = sorted(set(keywords))
     session.add(
