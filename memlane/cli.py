@@ -37,11 +37,28 @@ app = typer.Typer(
 )
 
 
+def _version(show: bool) -> None:
+    if show:
+        from importlib.metadata import version
+
+        typer.echo(f"memlane {version('memlane')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
     debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks and memlane's log lines.")
+        bool,
+        typer.Option(
+            "--debug", help="Show tracebacks and memlane's log lines (anywhere on the line)."
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print memlane's version."
+        ),
     ] = False,
 ) -> None:
     ctx.meta["memlane.debug"] = debug

@@ -78,6 +78,13 @@ class MemlaneGroup(TyperGroup):
     """The root command group: turns an error raised by any command into one line on
     stderr and its exit code, or re-raises it under --debug."""
 
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        # `--debug` after the subcommand too (`memlane assemble … --debug`), up to a `--`
+        end = args.index("--") if "--" in args else len(args)
+        if "--debug" in args[1:end]:
+            args = ["--debug", *(a for i, a in enumerate(args) if a != "--debug" or i >= end)]
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: ClickContext) -> Any:
         try:
             return super().invoke(ctx)
@@ -88,7 +95,34 @@ class MemlaneGroup(TyperGroup):
                 raise
             if isinstance(exc, MemlaneError | ValueError):  # raised on purpose, self-explaining
                 fail(one_line(exc), exit_code_for(exc))
+            hint = database_hint(exc)
+            if hint:
+                fail(hint, FAILURE_EXIT)
             fail(f"{type(exc).__name__}: {one_line(exc)} (run with --debug)", exit_code_for(exc))
+
+
+_NO_DATABASE = re.compile(r'database "([^"]+)" does not exist')
+_NO_SCHEMA = re.compile(r'relation "[^"]+" does not exist|no such table')
+_REFUSED = re.compile(r"Connection refused|could not connect|connection failed|timeout expired")
+
+
+def database_hint(exc: BaseException) -> str | None:
+    """What to do about a database error a new deployment meets, or None."""
+    text = str(exc)
+    if missing := _NO_DATABASE.search(text):
+        name = missing.group(1)
+        return (
+            f"the database {name!r} does not exist: create it (createdb {name}), then "
+            "run `memlane db upgrade`"
+        )
+    if _NO_SCHEMA.search(text):
+        return "the database has no memlane tables yet: run `memlane db upgrade`"
+    if type(exc).__name__ == "OperationalError" and _REFUSED.search(text):
+        return (
+            "cannot reach the database of MEMLANE_DATABASE_URL: is PostgreSQL running and "
+            f"the URL right? ({one_line(exc)})"
+        )
+    return None
 
 
 def parse_now(value: str | None) -> datetime | None:

@@ -22,6 +22,8 @@ from memlane.pipeline.prompts import build_extraction_messages
 from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.errors import PermanentLLMError, TransientLLMError
 
+_CONNECTION_FAILED = "Connection error."  # what openai's client says when no answer came
+
 # Statuses below 500 that mean "not now" rather than "never": request timeout, conflict,
 # too early, too many requests.
 TRANSIENT_STATUSES = frozenset({408, 409, 425, 429})
@@ -130,8 +132,14 @@ def translate_litellm_error(
     detail = _detail(exc)
     if isinstance(exc, (exceptions.Timeout, openai.APITimeoutError)):
         return TransientLLMError(f"{model} did not answer in time: {detail}", status_code=status)
-    if isinstance(exc, (exceptions.APIConnectionError, openai.APIConnectionError)):
-        return TransientLLMError(f"could not reach {model}: {detail}", status_code=status)
+    if isinstance(exc, (exceptions.APIConnectionError, openai.APIConnectionError)) or (
+        # litellm reports a refused or broken connection as an HTTP 500 it never received
+        status == 500 and _CONNECTION_FAILED in str(exc)
+    ):
+        return TransientLLMError(
+            f"could not reach {model} (no answer over the network; check "
+            f"MEMLANE_LLM_API_BASE and that the provider is reachable): {detail}"
+        )
     if isinstance(exc, exceptions.RateLimitError) or (
         status is not None and (status in TRANSIENT_STATUSES or status >= 500)
     ):

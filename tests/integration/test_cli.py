@@ -565,3 +565,22 @@ def test_the_console_script_is_installed(tmp_path: Path) -> None:
     assert done.returncode == 0
     for command in ("demo", "enqueue", "assemble", "memories", "jobs", "packs", "db", "worker"):
         assert command in done.stdout
+
+
+def test_version_and_debug_anywhere_on_the_line(sqlite_url: str) -> None:
+    from importlib.metadata import version
+
+    shown = CliRunner().invoke(app, ["--version"])
+    assert shown.exit_code == 0 and shown.output.strip() == f"memlane {version('memlane')}"
+    quiet = cli(sqlite_url, "memories", "show", "--user", "u1", "mem_missing")
+    assert quiet.exit_code == 1 and quiet.output.startswith("error: ")
+    loud = cli(sqlite_url, "memories", "show", "--user", "u1", "mem_missing", "--debug")
+    assert type(loud.exception).__name__ == "NotFoundError"  # raised, with its traceback
+
+
+def test_a_missing_database_says_how_to_create_it(pg_url: str) -> None:
+    missing = pg_url.rsplit("/", 1)[0] + "/memlane_no_such_database"
+    result = cli(missing, "memories", "list", "--user", "u1")
+    assert result.exit_code == 1
+    assert "createdb memlane_no_such_database" in result.output
+    assert "memlane db upgrade" in result.output and "OperationalError" not in result.output

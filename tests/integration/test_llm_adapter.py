@@ -161,8 +161,12 @@ def test_an_unreachable_server_is_transient(window, litellm_module) -> None:
     stub = LLMStub()
     stub.stop()  # the port is now closed
 
-    with pytest.raises(TransientLLMError):
+    # a connection error, not the "HTTP 500" litellm makes of it
+    with pytest.raises(
+        TransientLLMError, match=r"could not reach .*MEMLANE_LLM_API_BASE"
+    ) as caught:
         call(stub, window)
+    assert "HTTP 500" not in str(caught.value) and caught.value.status_code is None
 
 
 def test_a_malformed_answer_is_an_extraction_error_carrying_the_raw_text(stub, window) -> None:
