@@ -10,6 +10,7 @@ Heavy modules (the facade, SQLAlchemy, Celery, litellm) are imported inside comm
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -94,20 +95,23 @@ def enqueue(
 ) -> None:
     """Store transcripts and queue their extraction jobs; prints the job ids.
 
-    Every input is validated before anything is written: one bad file or line and
-    nothing is enqueued (exit 2).
+    Every input is validated, then all are stored in one transaction: one bad file or
+    line, or one that contradicts what is stored, and nothing is enqueued (exit 2).
     """
+    from memlane.pipeline.errors import TranscriptError
     from memlane.transcript_files import read_transcripts
 
     found = read_transcripts(paths, stdin=sys.stdin, final=final)
     with lane_session() as lane:
-        job_ids: list[str] = []
-        stored = skipped = 0
-        for item in found:
-            result = lane.enqueue(item.transcript)
-            job_ids.extend(result.job_ids)
-            stored += result.stored_messages
-            skipped += result.skipped_messages
+        try:
+            results = lane.enqueue_many([item.transcript for item in found])
+        except TranscriptError as exc:  # contradicts the store: name its file or line
+            at = re.match(r"transcript (\d+) of the batch: ", str(exc))
+            where = found[int(at.group(1))].source if at else found[0].source
+            raise TranscriptError(f"{where}: {exc}") from None
+        job_ids = [job_id for result in results for job_id in result.job_ids]
+        stored = sum(result.stored_messages for result in results)
+        skipped = sum(result.skipped_messages for result in results)
         for job_id in job_ids:
             typer.echo(job_id)
         stderr.print(

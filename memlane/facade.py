@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from memlane.background import AccessRecorder, PackWriter
 from memlane.config.settings import Settings, load_settings
@@ -114,6 +115,13 @@ def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> Tr
         raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
 
 
+def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
+    """The error of a batch's transcript, saying which one when there are several."""
+    if size == 1:
+        return str(exc)
+    return f"transcript {index} of the batch: {exc}; nothing of the batch was written"
+
+
 class Memlane:
     """memlane for one process: enqueue transcripts, assemble contexts, manage memories."""
 
@@ -183,29 +191,54 @@ class Memlane:
         """Store the transcript's messages and the extraction jobs now due, in one
         transaction, then publish the jobs' ids. A malformed transcript raises
         TranscriptError and writes nothing."""
-        parsed = parse_transcript(transcript)
-        s = self.settings
+        return self.enqueue_many([transcript])[0]
+
+    def enqueue_many(
+        self, transcripts: Sequence[TranscriptIn | Mapping[str, Any] | str | bytes]
+    ) -> list[EnqueueResult]:
+        """`enqueue` for several transcripts, all or nothing: every one is validated, then
+        all are stored in one transaction (one that contradicts what is stored, e.g. a
+        message id stored before with other text, raises TranscriptError naming its place
+        in the batch, and nothing of any is written), then every job is published."""
+        parsed = []
+        for index, transcript in enumerate(transcripts):
+            try:
+                parsed.append(parse_transcript(transcript))
+            except TranscriptError as exc:
+                raise TranscriptError(_in_batch(index, len(transcripts), exc)) from None
         now = utcnow()
+        results: list[EnqueueResult] = []
         with unit_of_work(self.url) as session:
-            saved = conversations.save_transcript(session, parsed, now=now)
-            windows = due_windows(
-                assistant_seqs=conversations.assistant_seqs(session, saved.conversation_id),
-                message_count=saved.message_count,
-                extracted_to_seq=saved.extracted_to_seq,
-                every=s.extract_every,
-                window=s.extract_window,
-                final=saved.final,
-            )
-            job_ids = jobs.create_jobs(
-                session,
-                conversation_id=saved.conversation_id,
-                user_id=saved.user_id,
-                windows=windows,
-                now=now,
-            )
+            for index, transcript in enumerate(parsed):
+                try:
+                    results.append(self._store_transcript(session, transcript, now))
+                except TranscriptError as exc:
+                    raise TranscriptError(_in_batch(index, len(parsed), exc)) from None
         # Published after the commit: a worker never sees an id before its row exists.
         # If publishing fails the rows stay queued and the sweep publishes them later.
-        self.dispatcher.extract(job_ids)
+        self.dispatcher.extract([job_id for result in results for job_id in result.job_ids])
+        return results
+
+    def _store_transcript(
+        self, session: Session, parsed: TranscriptIn, now: datetime
+    ) -> EnqueueResult:
+        s = self.settings
+        saved = conversations.save_transcript(session, parsed, now=now)
+        windows = due_windows(
+            assistant_seqs=conversations.assistant_seqs(session, saved.conversation_id),
+            message_count=saved.message_count,
+            extracted_to_seq=saved.extracted_to_seq,
+            every=s.extract_every,
+            window=s.extract_window,
+            final=saved.final,
+        )
+        job_ids = jobs.create_jobs(
+            session,
+            conversation_id=saved.conversation_id,
+            user_id=saved.user_id,
+            windows=windows,
+            now=now,
+        )
         return EnqueueResult(
             conversation_id=saved.conversation_id,
             stored_messages=saved.stored,

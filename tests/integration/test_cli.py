@@ -203,7 +203,9 @@ def test_a_failed_job_exits_1_naming_it_and_can_be_retried(tmp_path: Path) -> No
     errors = error_lines(failed.stderr)
     assert len(errors) == len(job_ids)
     for job_id, line in zip(sorted(job_ids), sorted(errors), strict=True):
-        assert line.startswith(f"error: job {job_id} failed: TransientLLMError: openai/x")
+        assert line.startswith(
+            f"error: job {job_id} failed: TransientLLMError: could not reach openai/x"
+        )
 
     listed = cli(url, "jobs", "list", "--status", "failed", "--json")
     assert sorted(j["id"] for j in json.loads(listed.stdout)) == sorted(job_ids)
@@ -459,8 +461,8 @@ def test_settings_and_database_errors_are_one_line(tmp_path: Path) -> None:
 
     down = cli(f"postgresql://memlane@127.0.0.1:{closed_port()}/x", "jobs", "list")
     assert down.exit_code == 1
-    assert down.stderr.startswith("error: OperationalError: ")
-    assert down.stderr.endswith("(run with --debug)\n")
+    assert down.stderr.startswith("error: cannot reach the database of MEMLANE_DATABASE_URL")
+    assert "Connection refused" in down.stderr
     assert len(down.stderr.splitlines()) == 1
 
 

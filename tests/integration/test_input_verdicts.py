@@ -210,3 +210,29 @@ def test_tables_do_not_print_terminal_escapes(lane: Memlane, db_url: str) -> Non
     result = cli(db_url, "memories", "list", "--user", "u1")
     assert result.exit_code == 0
     assert "\x1b" not in result.output and "\\x1b[31mred" in result.output
+
+
+def test_a_batch_is_written_whole_or_not_at_all(lane: Memlane, db_url: str, tmp_path: Path) -> None:
+    def with_ids(conversation: str, text: str) -> dict[str, Any]:
+        return transcript(
+            conversation_id=conversation,
+            messages=[{"id": "m1", "role": "user", "content": text}],
+        )
+
+    lane.enqueue(with_ids("c1", "I prefer tea."))
+    batch = tmp_path / "batch.jsonl"
+    # the second line passes validation and fails only against the store: m1 changed
+    lines = [with_ids("c2", "I like maps."), with_ids("c1", "I prefer coffee.")]
+    batch.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    before = (rows(db_url, "conversations"), rows(db_url, "messages"), rows(db_url, "jobs"))
+    result = cli(db_url, "enqueue", str(batch))
+    assert result.exit_code == 2
+    assert f"{batch} line 2" in result.output and "nothing of the batch" in result.output
+    assert (rows(db_url, "conversations"), rows(db_url, "messages"), rows(db_url, "jobs")) == (
+        before
+    )
+    with pytest.raises(TranscriptError, match="transcript 1 of the batch"):
+        lane.enqueue_many(lines)
+    assert rows(db_url, "conversations") == before[0]
+    results = lane.enqueue_many([lines[0], with_ids("c3", "I run.")])
+    assert [r.stored_messages for r in results] == [1, 1]
