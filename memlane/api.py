@@ -168,7 +168,7 @@ async def require_key(
 Lane = Annotated[Memlane, Depends(get_lane)]
 UserId = Annotated[str, PathParam(min_length=1, max_length=200)]
 ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorOut} for status in (401, 404, 409, 413, 422, 500)
+    status: {"model": ErrorOut} for status in (401, 404, 409, 413, 422, 500, 503)
 }
 
 v1 = APIRouter(prefix="/v1", dependencies=[Depends(require_key)], responses=ERRORS)
@@ -191,8 +191,23 @@ def get_job(job_id: str, lane: Lane) -> JobPublic:
 
 @v1.post("/jobs/{job_id}/retry", status_code=202, tags=["jobs"])
 def retry_job(job_id: str, lane: Lane) -> JobPublic:
-    """Re-queue a failed job; 409 for a job that is not failed."""
+    """Re-queue a failed job, or a queued one untouched for MEMLANE_STUCK_AFTER_S (its
+    message lost or never sent); 409 for any other."""
     return lane.retry_job(job_id)
+
+
+class SweepOut(BaseModel):
+    extract: list[str] = Field(description="jobs published to the extract queue")
+    store: list[str] = Field(description="jobs published to the store queue")
+    tails: int = Field(description="tail jobs started for idle conversations")
+
+
+@v1.post("/jobs/sweep", status_code=202, tags=["jobs"])
+def sweep_jobs(lane: Lane) -> SweepOut:
+    """Publish every queued job again (after the broker was down, say), release stuck
+    ones and start idle conversations' tails: beat's sweep, at once."""
+    result = lane.sweep()
+    return SweepOut(extract=result.extract, store=result.store, tails=result.tails)
 
 
 @v1.post("/context", tags=["context"])

@@ -3,8 +3,9 @@ the exception handlers that produce it and the middleware that refuses oversized
 
 Codes: invalid_transcript / validation_error (422), message_too_large and body_too_large
 (413), unauthorized (401), not_found (404), budget_exceeded (422, with budget and
-required), conflict (409: any other MemlaneError), configuration_error and internal_error
-(500).
+required), conflict (409: any other MemlaneError), broker_unavailable (503, with the
+job ids stored and left queued) and database_unavailable (503), configuration_error and
+internal_error (500).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.pipeline.errors import (
+    BrokerUnavailableError,
     BudgetError,
     ConfigurationError,
     InvalidInputError,
@@ -35,6 +38,7 @@ _STATUS_OF: tuple[tuple[type[MemlaneError], int, str], ...] = (
     (NotFoundError, 404, "not_found"),
     (BudgetError, 422, "budget_exceeded"),
     (InvalidInputError, 422, "validation_error"),
+    (BrokerUnavailableError, 503, "broker_unavailable"),
     (ConfigurationError, 500, "configuration_error"),
 )
 _HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
@@ -145,7 +149,22 @@ async def on_memlane_error(_: Request, exc: Exception) -> JSONResponse:
     status, code = next(((s, c) for t, s, c in _STATUS_OF if isinstance(exc, t)), (409, "conflict"))
     if isinstance(exc, BudgetError):
         return error_response(status, code, str(exc), budget=exc.budget, required=exc.required)
+    if isinstance(exc, BrokerUnavailableError):
+        return error_response(
+            status, code, str(exc), headers={"Retry-After": "5"}, job_ids=exc.job_ids
+        )
     return error_response(status, code, str(exc))
+
+
+async def on_database_down(_: Request, exc: Exception) -> JSONResponse:
+    # The pool replaces a dropped connection on the next checkout: a retry succeeds once
+    # the server is back, with no restart of memlane.
+    return error_response(
+        503,
+        "database_unavailable",
+        "the database is not reachable right now; retry shortly",
+        headers={"Retry-After": "1"},
+    )
 
 
 async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -210,5 +229,6 @@ def install(
     app.add_exception_handler(ApiError, on_api_error)
     app.add_exception_handler(MemlaneError, on_memlane_error)
     app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(OperationalError, on_database_down)
     app.add_exception_handler(RequestValidationError, validation_handler(transcript_paths))
     app.add_exception_handler(Exception, on_unexpected)

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from memlane.cli_common import lane_session, report_job_outcomes, shown, stdout, wait_for_jobs
+from memlane.cli_common import (
+    lane_session,
+    report_job_outcomes,
+    shown,
+    stderr,
+    stdout,
+    wait_for_jobs,
+)
 from memlane.models.schemas import JobPublic, JobStatus
 
 jobs_app = typer.Typer(help="Extraction jobs: list, show, retry.", no_args_is_help=True)
@@ -97,6 +104,26 @@ def retry(
         if wait or lane.settings.embedded_worker:
             statuses = wait_for_jobs(lane, [job.id], timeout=timeout, label="retrying")
             code = report_job_outcomes(lane, statuses, timeout=timeout)
+            if code:
+                raise typer.Exit(code)
+
+
+@jobs_app.command()
+def sweep() -> None:
+    """Publish every queued job again (after the broker was down, say), release jobs
+    stuck past MEMLANE_STUCK_AFTER_S and start idle conversations' tails: what beat's
+    periodic sweep does, at once. A job published twice is run once."""
+    with lane_session() as lane:
+        result = lane.sweep()
+        for job_id in [*result.extract, *result.store]:
+            typer.echo(job_id)
+        stderr.print(
+            f"published {len(result.extract)} extract and {len(result.store)} store job(s), "
+            f"{result.tails} of them new tails of idle conversations"
+        )
+        if lane.settings.embedded_worker:  # this process is the worker
+            statuses = wait_for_jobs(lane, [*result.extract, *result.store], timeout=600)
+            code = report_job_outcomes(lane, statuses, timeout=600)
             if code:
                 raise typer.Exit(code)
 

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -50,7 +50,7 @@ from memlane.pipeline.budget import (
 )
 from memlane.pipeline.cadence import due_windows
 from memlane.pipeline.context_format import Style
-from memlane.pipeline.errors import ConfigurationError, TranscriptError
+from memlane.pipeline.errors import BrokerUnavailableError, ConfigurationError, TranscriptError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import normalise_by_max
 from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
@@ -62,8 +62,10 @@ from memlane.pipeline.scoring import (
     hybrid_relevance,
 )
 from memlane.pipeline.tokens import encoding_for_model
+from memlane.workers import sweeper
 from memlane.workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
 from memlane.workers.embedders import Embedder, embed_query, embedder_for, get_embedder
+from memlane.workers.sweeper import SweepResult
 
 log = logging.getLogger("memlane.facade")
 
@@ -115,6 +117,11 @@ def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> Tr
         raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
 
 
+def one_line_of(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
     """The error of a batch's transcript, saying which one when there are several."""
     if size == 1:
@@ -128,6 +135,7 @@ class Memlane:
     def __init__(self, settings: Settings, *, dispatcher: Dispatcher | None = None) -> None:
         self.settings = settings
         self.url = settings.resolved_database_url
+        self._started = utcnow()
         self._dispatcher = dispatcher
         self._embedder: Embedder | None = None
         self._stored_embedders: dict[tuple[str, int], Embedder] = {}
@@ -157,6 +165,13 @@ class Memlane:
     def dispatcher(self) -> Dispatcher:
         if self._dispatcher is None:
             self._dispatcher = dispatcher_for(self.settings)
+            if isinstance(self._dispatcher, InProcessDispatcher):
+                # No beat runs for an embedded worker: jobs an earlier process left
+                # queued (or running when it died) would wait forever. Resume them, but
+                # not those this facade queued itself (they are handed over already).
+                resumed = sweeper.sweep(self.settings, queued_before=self._started)
+                self._dispatcher.extract(resumed.extract)
+                self._dispatcher.store(resumed.store)
         return self._dispatcher
 
     @property
@@ -216,7 +231,7 @@ class Memlane:
                     raise TranscriptError(_in_batch(index, len(parsed), exc)) from None
         # Published after the commit: a worker never sees an id before its row exists.
         # If publishing fails the rows stay queued and the sweep publishes them later.
-        self.dispatcher.extract([job_id for result in results for job_id in result.job_ids])
+        self._publish("extract", [job_id for result in results for job_id in result.job_ids])
         return results
 
     def _store_transcript(
@@ -664,13 +679,38 @@ class Memlane:
     @checked("job_id")
     def retry_job(self, job_id: str) -> JobPublic:
         with unit_of_work(self.url) as session:
-            job = jobs.retry(session, job_id, now=utcnow())
+            stuck_after = timedelta(seconds=self.settings.stuck_after_s)
+            job = jobs.retry(session, job_id, now=utcnow(), stuck_after=stuck_after)
             public = jobs.to_public(job)
-        if public.stage == "extract":
-            self.dispatcher.extract([job_id])
-        else:
-            self.dispatcher.store([job_id])
+        self._publish(public.stage, [job_id])
         return public
+
+    def sweep(self) -> SweepResult:
+        """Publish every queued job again (one whose message never reached the broker,
+        or was lost), release jobs stuck past MEMLANE_STUCK_AFTER_S and start the tails of
+        idle conversations: what beat's periodic sweep does, at once, for queued jobs of
+        any age. Publishing a job twice is harmless: the tasks claim it once."""
+        result = sweeper.sweep(self.settings, queued_before=utcnow())
+        self._publish("extract", result.extract)
+        self._publish("store", result.store)
+        return result
+
+    def _publish(self, stage: str, job_ids: Sequence[str]) -> None:
+        """Hand job ids to the fleet; a broker that cannot take them is a
+        BrokerUnavailableError saying the jobs stay queued for the sweep."""
+        if not job_ids:
+            return
+        try:
+            (self.dispatcher.extract if stage == "extract" else self.dispatcher.store)(job_ids)
+        except Exception as exc:
+            if isinstance(self._dispatcher, InProcessDispatcher):
+                raise
+            raise BrokerUnavailableError(
+                f"the broker (MEMLANE_BROKER_URL) did not take {len(job_ids)} job(s) "
+                f"({type(exc).__name__}: {one_line_of(exc)}); they are stored and stay queued: "
+                "beat's sweep publishes them, or run `memlane jobs sweep` once the broker is back",
+                job_ids=list(job_ids),
+            ) from exc
 
     @checked("pack_id")
     def pack(self, pack_id: str) -> dict[str, Any]:

@@ -63,6 +63,17 @@ class ConflictError(MemlaneError):
     code = "conflict"
 
 
+class BrokerUnavailableError(MemlaneError):
+    """The broker did not take job ids; the jobs are stored and stay queued until a sweep
+    publishes them (beat's, or `memlane jobs sweep`)."""
+
+    code = "broker_unavailable"
+
+    def __init__(self, message: str, *, job_ids: list[str]) -> None:
+        super().__init__(message)
+        self.job_ids = job_ids
+
+
 class NotFoundError(MemlaneError):
     """A memory, job or pack id that does not exist (for this user)."""
 

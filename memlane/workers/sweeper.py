@@ -20,14 +20,21 @@ class SweepResult:
     tails: int = 0
 
 
-def sweep(settings: Settings, *, now: datetime | None = None) -> SweepResult:
+def sweep(
+    settings: Settings, *, now: datetime | None = None, queued_before: datetime | None = None
+) -> SweepResult:
     """Release stuck jobs (queued again, so the next sweep waits a full period before
     touching them again) and create tail jobs for idle conversations. The caller
-    publishes the ids."""
+    publishes the ids. `queued_before` (a sweep asked for by hand: now; an embedded worker
+    starting: when its process's facade was made) takes every job queued before then,
+    not only those past the deadline: one whose message never reached the broker (it was
+    down) is published at once; one published twice is claimed once (tasks are
+    idempotent)."""
     now = now or utcnow()
     result = SweepResult()
+    deadline = now - timedelta(seconds=settings.stuck_after_s)
     with unit_of_work(settings.resolved_database_url) as session:
-        stuck = jobs.stuck(session, older_than=now - timedelta(seconds=settings.stuck_after_s))
+        stuck = jobs.stuck(session, older_than=deadline, queued_before=queued_before)
         for job in stuck:
             (result.extract if job.stage == "extract" else result.store).append(job.id)
         jobs.release_stuck(session, [job.id for job in stuck], now=now)

@@ -153,11 +153,17 @@ def done(session: Session, job: Job, *, now: datetime) -> None:
     job.finished_at = now
 
 
-def retry(session: Session, job_id: str, *, now: datetime) -> Job:
-    """A failed job back to queued at the stage it failed in (attempts start again)."""
+def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelta) -> Job:
+    """A failed job back to queued at the stage it failed in (attempts start again); a
+    queued one untouched for `stuck_after` (its message lost, or never sent) too."""
     job = load(session, job_id)
-    if job.status != "failed":
-        raise MemlaneError(f"job {job_id} is {job.status}; only a failed job can be retried")
+    stranded = job.status == "queued" and job.updated_at < now - stuck_after
+    if job.status != "failed" and not stranded:
+        limit = f"{stuck_after.total_seconds():.0f} s (MEMLANE_STUCK_AFTER_S)"
+        raise MemlaneError(
+            f"job {job_id} is {job.status}; only a failed job can be retried, or a queued "
+            f"one untouched for {limit}"
+        )
     job.status = "queued"
     job.attempts = 0
     job.updated_at = now
@@ -165,16 +171,21 @@ def retry(session: Session, job_id: str, *, now: datetime) -> Job:
     return job
 
 
-def stuck(session: Session, *, older_than: datetime, limit: int = 1000) -> list[Job]:
+def stuck(
+    session: Session,
+    *,
+    older_than: datetime,
+    queued_before: datetime | None = None,
+    limit: int = 1000,
+) -> list[Job]:
     """Jobs queued or running with no progress since `older_than`: their broker message
-    may be lost (Redis restarted, a worker killed)."""
+    may be lost (Redis restarted, a worker killed). With `queued_before`, also every job
+    queued before then, however recent."""
+    lost = Job.status.in_(("queued", "running")) & (Job.updated_at < older_than)
+    if queued_before is not None:
+        lost = lost | ((Job.status == "queued") & (Job.updated_at < queued_before))
     return list(
-        session.scalars(
-            select(Job)
-            .where(Job.status.in_(("queued", "running")), Job.updated_at < older_than)
-            .order_by(Job.updated_at, Job.id)
-            .limit(limit)
-        )
+        session.scalars(select(Job).where(lost).order_by(Job.updated_at, Job.id).limit(limit))
     )
 
 

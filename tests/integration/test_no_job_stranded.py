@@ -1,0 +1,123 @@
+"""No job stranded: with the broker down, enqueue stores the transcript and its jobs and
+says so (BrokerUnavailableError, a 503 over HTTP, naming the jobs); a sweep by hand
+publishes them once the broker is back; an embedded worker resumes what an earlier
+process left queued; `jobs retry` takes a queued job untouched past the deadline."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from memlane.api import create_app
+from memlane.config.settings import load_settings
+from memlane.facade import Memlane
+from memlane.pipeline.errors import BrokerUnavailableError, MemlaneError
+from tests.integration.fleet import WorkerProcess, fleet_env, job_statuses, wait_for_jobs
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def transcript(conversation: str = "c1") -> dict[str, Any]:
+    return {
+        "conversation_id": conversation,
+        "user_id": "u1",
+        "messages": [
+            {"role": "user", "content": "I prefer green tea in the morning."},
+            {"role": "assistant", "content": "Noted."},
+        ],
+        "final": True,
+    }
+
+
+@pytest.fixture
+def broker_down(db_url: str) -> Iterator[Memlane]:
+    down = f"redis://127.0.0.1:{closed_port()}/0"
+    with Memlane(load_settings(database_url=db_url, broker_url=down)) as lane:
+        yield lane
+
+
+def test_a_broker_that_is_down_leaves_the_jobs_stored_and_says_so(
+    broker_down: Memlane, db_url: str
+) -> None:
+    with pytest.raises(BrokerUnavailableError, match="memlane jobs sweep") as caught:
+        broker_down.enqueue(transcript())
+    assert caught.value.job_ids
+    assert set(job_statuses(db_url, caught.value.job_ids).values()) == {"queued"}
+    with TestClient(create_app(broker_down)) as client:
+        answer = client.post("/v1/transcripts", json=transcript("c2"))
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    body = answer.json()["error"]
+    assert body["code"] == "broker_unavailable" and body["job_ids"]
+    # the embedded worker of a later process resumes them: nothing waits forever
+    with Memlane(load_settings(database_url=db_url)) as later:
+        assert later.dispatcher  # starting it resumes what earlier processes left queued
+        statuses = later.wait([*caught.value.job_ids, *body["job_ids"]], timeout=60)
+    assert set(statuses.values()) == {"done"}
+
+
+def test_a_sweep_by_hand_publishes_what_the_broker_missed(
+    pg: str, redis_url: str, tmp_path: Any
+) -> None:
+    down = f"redis://127.0.0.1:{closed_port()}/0"
+    with (
+        Memlane(load_settings(database_url=pg, broker_url=down)) as lane,
+        pytest.raises(BrokerUnavailableError) as caught,
+    ):
+        lane.enqueue(transcript())
+    worker = WorkerProcess(fleet_env(pg, redis_url), name="sweeper", log_dir=tmp_path)
+    try:
+        worker.wait_ready()
+        # a process of its own, as an operator runs it (this one's Celery app still
+        # points at the broker that was down)
+        swept = subprocess.run(
+            [sys.executable, "-m", "memlane.cli", "jobs", "sweep"],
+            env={**os.environ, **fleet_env(pg, redis_url)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert swept.returncode == 0, swept.stderr
+        assert set(swept.stdout.split()) >= set(caught.value.job_ids)
+        assert set(wait_for_jobs(pg, caught.value.job_ids).values()) == {"done"}
+    finally:
+        worker.stop()
+
+
+def test_retry_takes_a_queued_job_only_once_it_is_stuck(broker_down: Memlane, db_url: str) -> None:
+    with pytest.raises(BrokerUnavailableError) as caught:
+        broker_down.enqueue(transcript())
+    job_id = caught.value.job_ids[0]
+    with pytest.raises(MemlaneError, match="only a failed job can be retried"):
+        Memlane(load_settings(database_url=db_url, stuck_after_s=600)).retry_job(job_id)
+    time.sleep(0.3)
+    with Memlane(load_settings(database_url=db_url, stuck_after_s=0.2)) as embedded:
+        retried = embedded.retry_job(job_id)
+        assert retried.status == "queued"
+        assert embedded.wait([job_id], timeout=60) == {job_id: "done"}
+
+
+def test_a_database_that_is_down_is_a_503_with_a_code() -> None:
+    down = f"postgresql://memlane@127.0.0.1:{closed_port()}/memlane"
+    app = create_app(settings=load_settings(database_url=down))
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for answer in (
+            client.post("/v1/context", json={"user_id": "u1", "query": "tea"}),
+            client.get("/v1/users/u1/memories"),
+            client.get("/readyz"),
+        ):
+            assert answer.status_code == 503, answer.text
+            assert answer.json()["error"]["code"] in ("database_unavailable", "not_ready")
