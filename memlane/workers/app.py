@@ -84,8 +84,13 @@ def configure_app(settings: Settings) -> Celery:
     """Point the app at these settings instead of the environment's (front doors built
     with explicit settings, tests)."""
     config = celery_config(settings)
+    previous = _lazy_config._config
     _lazy_config._config = config
     app.conf.update(config)
+    if previous is not None and previous["broker_url"] != config["broker_url"]:
+        # the producer pools are made for one broker: drop them (as Celery does after a
+        # fork) so the next publish opens pools for this one
+        app._after_fork()  # type: ignore[attr-defined]
     return app
 
 

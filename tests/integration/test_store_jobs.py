@@ -93,11 +93,11 @@ def test_failed_jobs_keep_their_reason_and_can_be_retried(db_url: str, now: date
     with unit_of_work(db_url) as s:
         failed = jobs.to_public(jobs.load(s, job_id))
         assert failed.status == "failed" and failed.last_error == "ExtractionError: not JSON"
-        jobs.retry(s, job_id, now=now)
+        jobs.retry(s, job_id, now=now, stuck_after=timedelta(minutes=10))
     with unit_of_work(db_url) as s:
         assert jobs.claim(s, job_id, stage="extract", now=now, stale_after=STALE) is not None
     with pytest.raises(MemlaneError, match="only a failed job"), unit_of_work(db_url) as s:
-        jobs.retry(s, job_id, now=now)
+        jobs.retry(s, job_id, now=now, stuck_after=timedelta(minutes=10))
 
 
 def test_stuck_jobs_are_found_by_age(db_url: str, now: datetime) -> None:
