@@ -210,6 +210,17 @@ def sweep_jobs(lane: Lane) -> SweepOut:
     return SweepOut(extract=result.extract, store=result.store, tails=result.tails)
 
 
+class ErasedOut(BaseModel):
+    user_id: str
+    deleted: dict[str, int] = Field(description="rows deleted per table")
+
+
+@v1.delete("/users/{user_id}", tags=["users"])
+def erase_user(user_id: UserId, lane: Lane) -> ErasedOut:
+    """Delete every row of the user, in one transaction ("delete my data"); for good."""
+    return ErasedOut(user_id=user_id, deleted=lane.erase_user(user_id))
+
+
 @v1.post("/context", tags=["context"])
 def post_context(body: ContextRequest, lane: Lane) -> ContextOut:
     """The context block for the user's next model call, its selection as data and its

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from memlane import cli_assemble, cli_jobs, cli_memories, cli_ops, cli_reembed
+from memlane import cli_assemble, cli_jobs, cli_memories, cli_ops, cli_reembed, cli_users
 from memlane.cli_common import (
     MemlaneGroup,
     lane_session,
@@ -153,6 +153,7 @@ app.add_typer(cli_memories.app, name="memories")
 app.add_typer(cli_jobs.jobs_app, name="jobs")
 app.add_typer(cli_jobs.packs_app, name="packs")
 app.add_typer(cli_ops.db_app, name="db")
+app.add_typer(cli_users.app, name="users")
 app.command("reembed")(cli_reembed.reembed)
 app.command("worker")(cli_ops.worker)
 app.command("serve")(cli_ops.serve)

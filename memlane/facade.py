@@ -37,6 +37,7 @@ from memlane.models.store import (
     conversations,
     jobs,
     memories,
+    users,
 )
 from memlane.models.store import reembed as reembed_store
 from memlane.models.store.vector_index import wants_hnsw
@@ -596,6 +597,20 @@ class Memlane:
             if sensitive is not None:
                 public = memories.set_sensitive(session, user_id, memory_id, sensitive)
             return public
+
+    @checked("user_id")
+    def erase_user(self, user_id: str) -> dict[str, int]:
+        """Delete every row of the user (messages, conversations, jobs, memories and their
+        vectors, episodes, procedures, soul blocks, context packs, the change feed's) in
+        one transaction: what "delete my data" asks. Irreversible. Returns the rows
+        deleted per table. Every process's working set drops the user at its next
+        assembly for them; a task in flight for one of their jobs does nothing."""
+        with unit_of_work(self.url) as session:
+            counts = users.erase(session, user_id)
+        if self._working is not None:
+            self._working.forget(user_id)
+        log.info("erased user %s: %s", user_id, counts)
+        return counts
 
     # ------------------------------------------------------------------ soul, procedures
 

@@ -148,7 +148,9 @@ class WorkingSet:
                 user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
             else:
                 self._users.move_to_end(user_id)
-                self._catch_up(user_id, user)
+                if not self._catch_up(user_id, user):  # erased: what is left is read again
+                    self._users.pop(user_id, None)
+                    user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
             return self._keep(user_id, user)
 
     def warm(self, user_id: str, *, model: str, dim: int) -> bool:
@@ -160,25 +162,28 @@ class WorkingSet:
             loading.join()
         with self._lock:
             user = self._users.get(user_id)
-            if user is None or user.view_for != (model, dim):
+            if user is None or user.view_for != (model, dim) or not self._catch_up(user_id, user):
                 user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
-            else:
-                self._catch_up(user_id, user)
             return self._keep(user_id, user) is not None
 
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._users.pop(user_id, None)
 
-    def _catch_up(self, user_id: str, user: _User) -> None:
-        """Apply what was written since the user's view was current (module docstring)."""
+    def _catch_up(self, user_id: str, user: _User) -> bool:
+        """Apply what was written since the user's view was current (module docstring).
+        False when the user's change number went back: they were erased (and may have
+        been written again since), and the view must be built afresh."""
         latest, found = changes.poll(self.url, user_id, user.version)
+        if latest < user.version:
+            return False
         if latest > user.version:
             if found is None:
                 after = user.version
                 found = read_unit(self.url, lambda session: changes.since(session, user_id, after))
             found.version = max(found.version, latest)
             user.apply(found)
+        return True
 
     def _keep(self, user_id: str, user: _User) -> UserView | None:
         """Keep the user's view within the bound (the caller holds the lock)."""

@@ -18,6 +18,7 @@ from typing import Literal
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
 from memlane.models.store import context_items, conversations, jobs, memories
+from memlane.models.tables import Job
 from memlane.pipeline import dedup, tiers
 from memlane.pipeline.backoff import compute_backoff
 from memlane.pipeline.errors import ExtractionError, MemlaneError
@@ -45,6 +46,9 @@ class StageOutcome:
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+GONE = "the job is gone (its user was erased)"
 
 
 def _stale(settings: Settings) -> timedelta:
@@ -114,7 +118,9 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
 
     latency_ms = (time.perf_counter() - started) * 1000
     with unit_of_work(url) as session:
-        job = jobs.load(session, job_id)
+        job = session.get(Job, job_id)
+        if job is None:
+            return StageOutcome("skipped", detail=GONE)
         if job.status != "running" or job.stage != "extract":
             return StageOutcome("skipped", detail="another worker finished this stage")
         model, tokens_in, tokens_out, cost = usage
@@ -139,6 +145,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         if job is None:
             return StageOutcome("skipped")
         extraction = Extraction.model_validate(job.extraction or {})
+        attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
         stated_at = {
@@ -164,7 +171,10 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         now = utcnow()
         with unit_of_work(url) as session:
             memories.user_lock(session, user_id)
-            job = jobs.load(session, job_id)
+            current = session.get(Job, job_id)
+            if current is None:
+                return StageOutcome("skipped", detail=GONE)
+            job = current
             if job.status != "running" or job.stage != "store":
                 return StageOutcome("skipped", detail="another worker finished this stage")
             known = memories.dedup_candidates(
@@ -213,7 +223,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
             jobs.done(session, job, now=now)
     except TransientLLMError as exc:  # the embedding API
         return _retry_or_fail(
-            settings, job_id, exc, job.attempts, settings.llm_max_retries + 1, exc.retry_after
+            settings, job_id, exc, attempts, settings.llm_max_retries + 1, exc.retry_after
         )
     except Exception as exc:
         log.exception("store job %s failed", job_id)
@@ -234,7 +244,10 @@ def _retry_or_fail(
         return _fail(settings, job_id, exc, suffix=f" (after {attempts} attempts)")
     delay = compute_backoff(attempts, jitter=random.random(), retry_after=retry_after)
     with unit_of_work(settings.resolved_database_url) as session:
-        jobs.requeue(session, jobs.load(session, job_id), error=_describe(exc), now=utcnow())
+        job = session.get(Job, job_id)
+        if job is None:
+            return StageOutcome("skipped", detail=GONE)
+        jobs.requeue(session, job, error=_describe(exc), now=utcnow())
     log.warning("job %s attempt %d failed (%s); retrying in %.1fs", job_id, attempts, exc, delay)
     return StageOutcome("retry", retry_in=delay, detail=str(exc))
 

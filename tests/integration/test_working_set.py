@@ -108,6 +108,9 @@ def test_a_warm_view_assembles_what_a_cold_one_does(
 
 def test_the_change_number_moves_once_per_writing_transaction(db_url: str) -> None:
     with unit_of_work(db_url) as session:
+        assert changes.version(session, "u1") == changes.NO_USER  # never written
+        context_items.set_soul_block(session, user_id="u1", kind="identity", content="0", now=NOW)
+    with unit_of_work(db_url) as session:
         before = changes.version(session, "u1")
     with unit_of_work(db_url) as session:
         context_items.set_soul_block(session, user_id="u1", kind="identity", content="a", now=NOW)

@@ -74,10 +74,13 @@ def removed(session: Session, user_id: str, item_id: str) -> None:
     )
 
 
+NO_USER = -1  # the change number of a user with no counter row: never written, or erased
+
+
 def version(session: Session, user_id: str) -> int:
-    """The user's latest change number (0: never written)."""
+    """The user's latest change number (NO_USER: never written, or erased)."""
     found = session.scalar(select(UserState.version).where(UserState.user_id == user_id))
-    return int(found or 0)
+    return NO_USER if found is None else int(found)
 
 
 _VERSION = select(UserState.version).where(UserState.user_id == bindparam("user_id"))
@@ -98,7 +101,7 @@ def latest(url: str, user_id: str) -> int:
     else:
         with get_engine(url, pre_ping=False).connect() as conn:
             rows = list(conn.execute(_VERSION, {"user_id": user_id}))
-    return int(rows[0][0]) if rows else 0
+    return int(rows[0][0]) if rows else NO_USER
 
 
 MemoryChange = tuple[MemoryRecord, str, "Vectors"]  # record, status, (embedder, vector)
@@ -196,7 +199,7 @@ def poll(url: str, user_id: str, after: int) -> tuple[int, Changes | None]:
         autocommit_engine(url),
         [(version_read, params), (memories_read, params), (others_read, params)],
     )
-    number = max(number, int(version[0][0]) if version else 0)
+    number = max(number, int(version[0][0]) if version else NO_USER)
     if any(others[0]):
         return number, None
     # every number up to `number` is committed, and its rows are in this snapshot
