@@ -10,8 +10,9 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from memlane.config.logging import ASSEMBLY_LOGGER
 from memlane.models.db import unit_of_work
@@ -76,9 +77,12 @@ class PackWriter:
     def _write(self, packs: list[PackData]) -> None:
         try:
             bodies = [pack_json(pack) for pack in packs]
-            if assembly_log.isEnabledFor(logging.INFO):
+            if assembly_log.isEnabledFor(logging.DEBUG):  # the whole pack, query included
                 for body in bodies:
-                    assembly_log.info(json.dumps(body, sort_keys=True, separators=(",", ":")))
+                    assembly_log.debug(json.dumps(body, sort_keys=True, separators=(",", ":")))
+            elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
+                for body in bodies:
+                    assembly_log.info(json.dumps(pack_summary(body), separators=(",", ":")))
             with unit_of_work(self._url) as session:
                 for pack, body in zip(packs, bodies, strict=True):
                     context_items.save_pack(
@@ -90,6 +94,29 @@ class PackWriter:
                     )
         except Exception:
             log.exception("could not save %d context packs", len(packs))
+
+
+SUMMARY_FIELDS = (
+    "pack_id",
+    "assembled_at",
+    "strategy",
+    "style",
+    "budget_tokens",
+    "used_tokens",
+    "dropped_count",
+    "drop_reasons",
+    "retrieval_mode",
+)
+
+
+def pack_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the INFO line of an assembly says: its figures, not the user's query, id or
+    items (a log is kept longer and read by more people than the store's packs)."""
+    summary = {name: body[name] for name in SUMMARY_FIELDS if name in body}
+    items = body.get("items") or []
+    summary["items"] = len(items)
+    summary["included"] = sum(1 for item in items if item.get("included"))
+    return summary
 
 
 Publish = Callable[[Sequence[str], Sequence[datetime]], None]

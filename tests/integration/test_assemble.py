@@ -6,6 +6,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
 
+import json
+import logging
+
 import pytest
 
 from memlane.config.settings import load_settings
@@ -95,3 +98,22 @@ def test_the_pack_is_stored_and_accesses_are_recorded_off_the_request_path(
     assert stored["pack_id"] == result.pack.pack_id
     assert {i["id"] for i in stored["items"] if i["included"]} >= {ids["ts"]}
     assert lane.get_memory("maya", ids["ts"]).accessed_at == later
+
+
+def test_the_info_log_line_of_an_assembly_holds_no_query_or_user(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Memlane(load_settings(database_url=db_url)) as lane:
+        lane.add_memory("u-secret-9", {"content": "Allergic to penicillin."})
+        with caplog.at_level(logging.INFO, logger="memlane.assembly"):
+            result = lane.assemble("u-secret-9", "what about my penicillin allergy?")
+            lane.flush()
+        info = [json.loads(r.getMessage()) for r in caplog.records if r.levelno == 20]
+        assert [line["pack_id"] for line in info] == [result.pack.pack_id]
+        assert info[0]["included"] == 1 and info[0]["used_tokens"] > 0
+        assert "penicillin" not in caplog.text and "u-secret-9" not in caplog.text
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="memlane.assembly"):
+            lane.assemble("u-secret-9", "penicillin?")
+            lane.flush()
+        assert "penicillin?" in caplog.text  # the whole pack, for debugging
