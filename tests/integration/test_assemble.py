@@ -3,11 +3,10 @@ packs and access records."""
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET
-from datetime import datetime, timedelta
-
 import json
 import logging
+import xml.etree.ElementTree as ET
+from datetime import datetime, timedelta
 
 import pytest
 
