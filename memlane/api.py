@@ -277,9 +277,20 @@ def patch_memory(user_id: UserId, memory_id: str, patch: MemoryPatch, lane: Lane
 
 
 @v1.delete(MEMORIES + "/{memory_id}", status_code=204, tags=["memories"])
-def delete_memory(user_id: UserId, memory_id: str, lane: Lane) -> Response:
-    """Forget: the memory is marked deleted and never reaches a context again."""
-    lane.forget(user_id, memory_id)
+def delete_memory(
+    user_id: UserId,
+    memory_id: str,
+    lane: Lane,
+    purge: Annotated[
+        bool, Query(description="delete it for good, content included (not reversible)")
+    ] = False,
+) -> Response:
+    """Forget: the memory is marked deleted, never reaches a context again and is not
+    learned again; reversible (PATCH status active) until purged (`?purge=true`)."""
+    if purge:
+        lane.purge(user_id, memory_id)
+    else:
+        lane.forget(user_id, memory_id)
     return Response(status_code=204)
 
 

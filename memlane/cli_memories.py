@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 import typer
 from rich.table import Table
 
-from memlane.cli_common import lane_session, shown, stdout
+from memlane.cli_common import USAGE_EXIT, fail, lane_session, shown, stdout
 from memlane.pipeline.records import Category, Tier
 
 if TYPE_CHECKING:
@@ -144,6 +144,20 @@ def quarantine(user: User, memory_id: MemoryId) -> None:
 
 @app.command()
 def forget(user: User, memory_id: MemoryId) -> None:
-    """Forget: marked deleted, never in a context again."""
+    """Forget: marked deleted, never in a context again, not learned again; reversible
+    until purged."""
     with lane_session() as lane:
         _report(lane.forget(user, memory_id))
+
+
+@app.command()
+def purge(
+    user: User,
+    memory_id: MemoryId,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: deleted for good.")] = False,
+) -> None:
+    """Delete a memory for good, content included (forgetting is reversible; this is not)."""
+    if not yes:
+        fail(f"purging {memory_id} deletes it for good; add --yes to do it", USAGE_EXIT)
+    with lane_session() as lane:
+        typer.echo(f"purged {lane.purge(user, memory_id)}")

@@ -568,9 +568,18 @@ class Memlane:
 
     @checked("user_id", "memory_id")
     def forget(self, user_id: str, memory_id: str) -> MemoryPublic:
-        """Marks the memory deleted: it never reaches a context again."""
+        """Marks the memory deleted: it never reaches a context again, and a conversation
+        that states it again does not bring it back (pipeline.dedup rule 0). Reversible
+        (status active) until purged."""
         with unit_of_work(self.url) as session:
             return memories.set_status(session, user_id, memory_id, "deleted")
+
+    @checked("user_id", "memory_id")
+    def purge(self, user_id: str, memory_id: str) -> str:
+        """Delete the memory for good (memories.purge); its id. Forgetting is reversible
+        until then."""
+        with unit_of_work(self.url) as session:
+            return memories.purge(session, user_id, memory_id)
 
     @checked("user_id", "memory_id")
     def mark_sensitive(self, user_id: str, memory_id: str, sensitive: bool = True) -> MemoryPublic:

@@ -5,8 +5,12 @@ lock. The pairwise rules (duplicate, conflict, Jaccard) live in memlane.pipeline
 are re-exported here.
 
 Rules, in order:
-1. Only `status == "active"` known memories count. Each extracted memory that duplicates
-   one of them confirms the best match (highest keyword Jaccard, ties by lowest id).
+0. A forgotten known memory (`status == "deleted"`, a user's "forget this") stays
+   forgotten: an extracted memory that duplicates one and no active memory is dropped
+   (`forgotten`), neither inserted nor confirming anything.
+1. Otherwise only `status == "active"` known memories count. Each extracted memory that
+   duplicates one of them confirms the best match (highest keyword Jaccard, ties by
+   lowest id).
 2. A confirmation counts once per distinct piece of evidence: a sighting's evidence is a
    message range of a conversation, and overlapping ranges of one conversation are one
    piece. A sighting re-read from messages that already evidenced the memory (same
@@ -25,7 +29,8 @@ Rules, in order:
    known memory's confirmation in this batch is inserted superseded; otherwise each known
    memory conflicting with active inserts is superseded by the newest of them. Superseded
    memories are kept, never deleted.
-Every extracted memory ends up in exactly one insert, bump or re-read (`accounted`).
+Every extracted memory ends up in exactly one insert, bump, re-read or forgotten
+(`accounted`).
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ from memlane.pipeline.similarity import (
 __all__ = [
     "DedupPlan",
     "PlannedBump",
+    "PlannedForgotten",
     "PlannedInsert",
     "PlannedReread",
     "PlannedSupersede",
@@ -134,6 +140,14 @@ class PlannedReread:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedForgotten:
+    """Extracted memories repeating a memory the user had forgotten: dropped (rule 0)."""
+
+    memory_id: str
+    sighting_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PlannedSupersede:
     memory_id: str  # a known memory, set to status "superseded"
     by_insert: int  # index into DedupPlan.inserts
@@ -145,6 +159,7 @@ class DedupPlan:
     bumps: tuple[PlannedBump, ...]
     rereads: tuple[PlannedReread, ...]
     supersedes: tuple[PlannedSupersede, ...]
+    forgotten: tuple[PlannedForgotten, ...] = ()
 
 
 def candidate_keywords(sightings: Iterable[Sighting]) -> frozenset[str]:
@@ -159,10 +174,11 @@ def candidate_keywords(sightings: Iterable[Sighting]) -> frozenset[str]:
 def accounted(plan: DedupPlan) -> list[int]:
     """Every sighting index the plan places, sorted, repeats kept: a sound plan of n
     sightings gives exactly list(range(n))."""
-    parts: list[PlannedInsert | PlannedBump | PlannedReread] = [
+    parts: list[PlannedInsert | PlannedBump | PlannedReread | PlannedForgotten] = [
         *plan.inserts,
         *plan.bumps,
         *plan.rereads,
+        *plan.forgotten,
     ]
     return sorted(index for part in parts for index in part.sighting_indices)
 
@@ -281,14 +297,20 @@ def plan(
     stored = [Statement.of(k.content, k.keywords or keywords(k.content)) for k in active]
     new = [Statement.of(s.memory.content, s.keywords) for s in extracted]
 
+    gone = sorted((k for k in known if k.status == "deleted"), key=lambda k: k.id)
+    tombstones = [Statement.of(k.content, k.keywords or keywords(k.content)) for k in gone]
+
     confirming: dict[int, list[int]] = {}
+    dropped: dict[int, list[int]] = {}
     unmatched: list[int] = []
     for index, statement in enumerate(new):
         position = _best_duplicate(statement, stored, threshold, min_keywords)
-        if position is None:
-            unmatched.append(index)
-        else:
+        if position is not None:
             confirming.setdefault(position, []).append(index)
+        elif (tomb := _best_duplicate(statement, tombstones, threshold, min_keywords)) is not None:
+            dropped.setdefault(tomb, []).append(index)
+        else:
+            unmatched.append(index)
 
     groups: list[list[int]] = []
     for index in unmatched:
@@ -332,4 +354,8 @@ def plan(
         bumps=tuple(c for c in confirmations if isinstance(c, PlannedBump)),
         rereads=tuple(c for c in confirmations if isinstance(c, PlannedReread)),
         supersedes=tuple(supersedes),
+        forgotten=tuple(
+            PlannedForgotten(gone[position].id, tuple(indices))
+            for position, indices in sorted(dropped.items())
+        ),
     )

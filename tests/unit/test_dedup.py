@@ -458,12 +458,33 @@ def test_several_sightings_of_a_known_memory_bump_it_once_by_their_new_evidence(
 def test_only_active_known_memories_are_matched() -> None:
     known = [
         record("mem_1", "User prefers TypeScript", status="superseded"),
-        record("mem_2", "User prefers TypeScript", status="deleted"),
         record("mem_3", "User prefers TypeScript", status="quarantined"),
     ]
     result = plan([sighting("User prefers TypeScript")], known, now=NOW)
     assert len(result.inserts) == 1
-    assert (result.bumps, result.supersedes) == ((), ())
+    assert (result.bumps, result.supersedes, result.forgotten) == ((), (), ())
+
+
+def test_a_forgotten_memory_stays_forgotten() -> None:
+    known = [
+        record("mem_2", "User prefers TypeScript", status="deleted"),
+        record("mem_4", "User lives in Lisbon"),
+    ]
+    said = [
+        sighting("User prefers TypeScript"),  # forgotten: dropped
+        sighting("User lives in Lisbon"),  # active: confirmed
+        sighting("The user prefers TypeScript"),  # forgotten too
+        sighting("User drinks green tea daily"),  # new
+    ]
+    result = plan(said, known, now=NOW)
+    assert [(f.memory_id, f.sighting_indices) for f in result.forgotten] == [("mem_2", (0, 2))]
+    assert [b.memory_id for b in result.bumps] == ["mem_4"]
+    assert [i.memory.content for i in result.inserts] == ["User drinks green tea daily"]
+    assert accounted(result) == [0, 1, 2, 3]
+    # an active duplicate wins over a forgotten one: it is confirmed, not dropped
+    both = [*known, record("mem_1", "User prefers TypeScript")]
+    result = plan(said[:1], both, now=NOW)
+    assert ([b.memory_id for b in result.bumps], result.forgotten) == (["mem_1"], ())
 
 
 def test_the_best_of_several_known_duplicates_is_bumped() -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from memlane.models.schemas import MemoryCreate, MemoryPublic
 from memlane.models.store import changes, refs
 from memlane.models.tables import MemoryKeyword, MemoryRow
-from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.errors import ConflictError, NotFoundError
 from memlane.pipeline.records import MemoryRecord, MemoryStatus, Tier
 from memlane.pipeline.similarity import min_shared_keywords
 
@@ -126,8 +126,9 @@ def dedup_candidates(
     threshold: float,
     limit: int = 200,
 ) -> list[MemoryRecord]:
-    """Active memories of the user that could be duplicates of (or conflict with) any of
-    the given keyword sets, found through the inverted index.
+    """Active and forgotten memories of the user that could be duplicates of (or conflict
+    with) any of the given keyword sets, found through the inverted index (a forgotten
+    one stays forgotten: pipeline.dedup rule 0).
 
     A memory sharing fewer than `min_shared_keywords(A)` keywords with every new set A can
     neither duplicate nor conflict with any of them (see memlane.pipeline.similarity), so it is
@@ -149,7 +150,7 @@ def dedup_candidates(
     )
     rows = session.scalars(
         select(MemoryRow)
-        .where(MemoryRow.id.in_(ids), MemoryRow.status == "active")
+        .where(MemoryRow.id.in_(ids), MemoryRow.status.in_(("active", "deleted")))
         .order_by(MemoryRow.id)
     )
     return [to_record(row) for row in rows]
@@ -239,8 +240,18 @@ def count_for_user(session: Session, user_id: str, *, status: MemoryStatus = "ac
     )
 
 
+def _not_forgotten(row: MemoryRow, action: str) -> MemoryRow:
+    """A forgotten memory takes no change but being restored or purged."""
+    if row.status == "deleted":
+        raise ConflictError(
+            f"memory {row.id} is forgotten: restore it first (status active) to {action} it, "
+            "or purge it"
+        )
+    return row
+
+
 def set_tier(session: Session, user_id: str, memory_id: str, tier: Tier) -> MemoryPublic:
-    row = get(session, user_id, memory_id)
+    row = _not_forgotten(get(session, user_id, memory_id), f"make it {tier}")
     row.tier = tier
     row.change_seq = changes.stamp(session, user_id)
     return to_public(row)
@@ -250,16 +261,29 @@ def set_status(
     session: Session, user_id: str, memory_id: str, status: MemoryStatus
 ) -> MemoryPublic:
     row = get(session, user_id, memory_id)
+    if status not in ("active", "deleted"):  # restoring and forgetting again are allowed
+        _not_forgotten(row, f"make it {status}")
     row.status = status
     row.change_seq = changes.stamp(session, user_id)
     return to_public(row)
 
 
 def set_sensitive(session: Session, user_id: str, memory_id: str, sensitive: bool) -> MemoryPublic:
-    row = get(session, user_id, memory_id)
+    row = _not_forgotten(get(session, user_id, memory_id), "mark it")
     row.sensitive = sensitive
     row.change_seq = changes.stamp(session, user_id)
     return to_public(row)
+
+
+def purge(session: Session, user_id: str, memory_id: str) -> str:
+    """Delete the memory for good, content, vector and keywords: unlike forgetting, it
+    cannot be undone, and it leaves nothing to recognise the fact by, so a purged fact
+    said again is learned again (forget it to keep it out). Returns its id."""
+    row = get(session, user_id, memory_id)
+    session.execute(delete(MemoryKeyword).where(MemoryKeyword.memory_id == row.id))
+    session.delete(row)
+    changes.removed(session, user_id, row.id)
+    return row.id
 
 
 def record_access(session: Session, memory_ids: Sequence[str], *, now: datetime) -> int:
