@@ -22,13 +22,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from memlane import api_errors
 from memlane.api_errors import ApiError, ErrorOut, error_response
+from memlane.api_metrics import ApiMetrics
 from memlane.config.settings import Settings, get_settings
 from memlane.facade import Memlane
 from memlane.models.schemas import (
@@ -179,9 +180,14 @@ health = APIRouter(tags=["health"])
 
 
 @v1.post(TRANSCRIPTS_PATH.removeprefix("/v1"), status_code=202, tags=["ingest"])
-def post_transcript(transcript: TranscriptIn, lane: Lane) -> EnqueueResult:
+def post_transcript(transcript: TranscriptIn, lane: Lane, request: Request) -> EnqueueResult:
     """Store the messages and queue the extraction jobs now due; never waits for them."""
-    return lane.enqueue(transcript)
+    result = lane.enqueue(transcript)
+    enqueued = metrics_of(request).enqueued
+    enqueued.labels("transcripts").inc()
+    enqueued.labels("messages").inc(result.stored_messages)
+    enqueued.labels("jobs").inc(len(result.job_ids))
+    return result
 
 
 @v1.get("/jobs/{job_id}", tags=["jobs"])
@@ -222,7 +228,7 @@ def erase_user(user_id: UserId, lane: Lane) -> ErasedOut:
 
 
 @v1.post("/context", tags=["context"])
-def post_context(body: ContextRequest, lane: Lane) -> ContextOut:
+def post_context(body: ContextRequest, lane: Lane, request: Request) -> ContextOut:
     """The context block for the user's next model call, its selection as data and its
     context pack. Only the XML block is counted against the budget."""
     options = body.model_dump(exclude={"user_id", "query", "format"})
@@ -230,6 +236,9 @@ def post_context(body: ContextRequest, lane: Lane) -> ContextOut:
         result = lane.assemble(body.user_id, body.query, **options)
     except ValueError as exc:
         raise ApiError(422, "validation_error", str(exc)) from None
+    metrics = metrics_of(request)
+    metrics.assemble_tokens.observe(result.pack.used_tokens)
+    metrics.assemble_items.observe(sum(1 for item in result.pack.items if item.included))
     text = result.text
     if body.format == "json":
         text = json.dumps(result.json, ensure_ascii=False, separators=(",", ":"))
@@ -314,6 +323,23 @@ def list_procedures(user_id: UserId, lane: Lane) -> list[Procedure]:
     return lane.procedures(user_id)
 
 
+def metrics_of(request: Request) -> ApiMetrics:
+    metrics: ApiMetrics = request.app.state.metrics
+    return metrics
+
+
+@health.get(
+    "/metrics",
+    dependencies=[Depends(require_key)],
+    response_class=PlainTextResponse,
+    responses={401: {"model": ErrorOut}},
+)
+def prometheus_metrics(request: Request) -> Response:
+    """Prometheus metrics: request latency per route, assemblies, enqueues, and job
+    figures read from the store (memlane.api_metrics)."""
+    return metrics_of(request).render()
+
+
 @health.get("/healthz")
 async def healthz() -> dict[str, str]:
     """The process is alive (no dependency is checked)."""
@@ -361,6 +387,8 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.metrics = ApiMetrics(lambda: runtime.settings.resolved_database_url)
+    app.middleware("http")(app.state.metrics.middleware)
     app.include_router(v1)
     app.include_router(health)
     api_errors.install(

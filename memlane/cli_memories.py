@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
+from rich import box
 from rich.table import Table
 
 from memlane.cli_common import USAGE_EXIT, fail, lane_session, shown, stdout
@@ -24,25 +25,24 @@ AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a ta
 
 
 def memories_table(rows: list[MemoryPublic], *, title: str | None = None) -> Table:
-    table = Table(title=title, show_lines=False)
-    for name, justify in (
-        ("id", "left"),
-        ("tier", "left"),
-        ("category", "left"),
-        ("imp.", "right"),
-        ("conf.", "right"),
-        ("seen", "right"),
-        ("content", "left"),
-    ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    """One line of figures per memory, its content folded in the room left. The id shown
+    is the short one (`ref`, as contexts show it; every command takes it): copyable,
+    never wrapped, and it leaves the content room at 80 columns."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", justify="right", no_wrap=True)
+    for name in ("tier", "category", "status"):
+        table.add_column(name, no_wrap=True)
+    for name in ("imp.", "seen"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1, min_width=20)
     for m in rows:
         flags = " [sensitive]" if m.sensitive else ""
         table.add_row(
-            m.id,
+            str(m.ref),
             m.tier,
             m.category,
+            m.status,
             f"{m.importance:.2f}",
-            f"{m.confidence:.2f}",
             str(m.access_count),
             shown(m.content) + flags,
         )
@@ -79,7 +79,9 @@ def list_memories(
     if as_json:
         typer.echo(json.dumps([m.model_dump(mode="json") for m in rows], indent=2))
     else:
-        stdout.print(memories_table(rows, title=f"{user}: {len(rows)} {status} memories"))
+        noun = "memory" if len(rows) == 1 else "memories"
+        which = "of every status" if status == "all" else status
+        stdout.print(memories_table(rows, title=f"{user}: {len(rows)} {noun}, {which}"))
 
 
 @app.command()

@@ -588,3 +588,17 @@ def test_a_missing_database_says_how_to_create_it(pg_url: str) -> None:
     assert result.exit_code == 1
     assert "createdb memlane_no_such_database" in result.output
     assert "memlane db upgrade" in result.output and "OperationalError" not in result.output
+
+
+def test_the_memories_table_reads_well_at_80_columns(sqlite_url: str) -> None:
+    long = "Prefers long walks along the river before work, " * 3
+    lane_ids = [add_memory(sqlite_url, "u1", text) for text in (long.strip(), "Likes tea.")]
+    cli(sqlite_url, "memories", "forget", "--user", "u1", lane_ids[1])
+    table = cli(sqlite_url, "memories", "list", "--user", "u1", "--status", "all", COLUMNS="80")
+    lines = table.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "u1: 2 memories, of every status" in table.stdout
+    rows = [line.split() for line in lines if line.strip()[:1].isdigit()]
+    assert sorted(row[0] for row in rows) == ["1", "2"]  # short ids, whole, one per memory
+    assert {row[3] for row in rows} == {"active", "deleted"}
+    assert " ".join(table.stdout.split()).count("Prefers long walks along the river") == 3
