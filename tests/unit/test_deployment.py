@@ -118,3 +118,14 @@ def test_flower_options_carry_their_values_with_an_equals_sign() -> None:
     for argv in (procfile()["flower"], compose()["services"]["flower"]["command"]):
         options = [a for a in argv if a.startswith("--")]
         assert options and all("=" in a for a in options), argv
+
+
+def test_the_image_runs_as_a_user_and_carries_the_local_embedder() -> None:
+    lines = [line.strip() for line in (ROOT / "Dockerfile").read_text().splitlines()]
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1] not in ("root", "0")
+    installs = " ".join(line for line in lines if "pip install" in line)
+    assert '".[minilm]"' in installs
+    # the user runs the CMD: nothing after USER needs root
+    after = lines[lines.index(f"USER {users[-1]}") :]
+    assert not any(line.startswith("RUN ") for line in after)
