@@ -112,12 +112,19 @@ def enqueue(
         job_ids = [job_id for result in results for job_id in result.job_ids]
         stored = sum(result.stored_messages for result in results)
         skipped = sum(result.skipped_messages for result in results)
+        ignored: dict[str, int] = {}
+        for result in results:
+            for name, times in result.ignored_fields.items():
+                ignored[name] = ignored.get(name, 0) + times
         for job_id in job_ids:
             typer.echo(job_id)
         stderr.print(
             f"enqueued {len(found)} transcript(s): {stored} message(s) stored, "
             f"{skipped} already known, {len(job_ids)} job(s)"
         )
+        if ignored:
+            listed = ", ".join(f"{name} ×{times}" for name, times in sorted(ignored.items()))
+            stderr.print(f"ignored (not read): {listed}", markup=False)
         # Without a broker this process is the worker: leaving now would strand the jobs.
         if wait or lane.settings.embedded_worker:
             statuses = wait_for_jobs(lane, job_ids, timeout=timeout)

@@ -260,6 +260,7 @@ class Memlane:
             stored_messages=saved.stored,
             skipped_messages=saved.skipped,
             job_ids=job_ids,
+            ignored_fields=parsed.ignored_fields,
         )
 
     def wait(

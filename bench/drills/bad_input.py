@@ -77,6 +77,12 @@ CASES: dict[str, Case] = {
     "30_empty_file.json": Case(422, "empty", "body"),
     "31_message_id_empty.json": _same(422, "messages.0.id"),
     "32_content_null.json": _same(422, "messages.0.content"),
+    # chat formats: a list of parts is valid (OpenAI / Anthropic), a malformed one is not
+    "33_part_without_type.json": _same(422, "content.0: a content part must be an object"),
+    "34_text_part_not_a_string.json": _same(422, "content.0.text"),
+    "35_format_mismatch.json": _same(422, "messages.1 has an anthropic shape"),
+    "36_unknown_format.json": _same(422, "format"),
+    "37_empty_parts.json": _same(422, "content is empty"),
     # made at run time (too big to commit)
     "90_ten_megabyte_message.json": Case(413, "10,000,000 characters", "over the limit"),
     "91_message_one_over_the_limit.json": Case(413, "the limit is 100,000", "too long"),

@@ -5,17 +5,23 @@ results out). The domain's records (memories, episodes, …) live in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
     StringConstraints,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
+from memlane.pipeline.chat_formats import ChatFormat, Flavor, check_format, read_message
 from memlane.pipeline.records import (
     Category,
     Frozen,
@@ -74,13 +80,71 @@ MAX_MESSAGES_PER_TRANSCRIPT = 5_000
 # --------------------------------------------------------------------------- transcripts
 
 
+_ROLE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "enum": ["user", "assistant", "system", "developer", "tool", "function"],
+}
+_PART_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"type": {"type": "string"}, "text": {"type": "string"}},
+    "required": ["type"],
+    "description": "An OpenAI or Anthropic content part (text, image_url, image, file, "
+    "document, input_audio, tool_use, tool_result, thinking, refusal).",
+}
+_CONTENT_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"type": "string"}, {"type": "array", "items": _PART_SCHEMA}, {"type": "null"}],
+    "description": "Text, or a list of content parts; null only beside tool_calls.",
+}
+_TOOL_CALLS_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "object", "description": "An OpenAI tool call: {id, type, function}."},
+}
+
+
+def _read_fields(schema: dict[str, Any]) -> None:
+    # Fields the reader takes (folded into role and content, never kept as fields).
+    schema["properties"].update(
+        name={"type": "string"},
+        tool_calls=_TOOL_CALLS_SCHEMA,
+        tool_call_id={"type": "string"},
+    )
+
+
 class MessageIn(Frozen):
-    """One message of a transcript as a chat app sends it."""
+    """One message of a transcript as a chat app sends it: memlane's plain shape, or an
+    OpenAI chat / Anthropic messages message as it is (content parts, tool calls, tool
+    results, `developer`, `name`), read by `memlane.pipeline.chat_formats`. Fields no
+    format knows are ignored and counted in `ignored_fields`."""
+
+    # Unknown fields are ignored (and counted) by the reader before validation; the
+    # schema says so, and shows the shapes the reader takes for role and content.
+    model_config = ConfigDict(frozen=True, extra="ignore", json_schema_extra=_read_fields)
 
     id: Identifier | None = None
-    role: Role
-    content: str
+    role: Annotated[Role, WithJsonSchema(_ROLE_SCHEMA)]
+    content: Annotated[str, WithJsonSchema(_CONTENT_SCHEMA)]
     created_at: UtcTime | None = None
+
+    _ignored: tuple[str, ...] = PrivateAttr(default=())
+    _flavor: Flavor | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_chat_format(
+        cls, data: Any, handler: ModelWrapValidatorHandler[MessageIn]
+    ) -> MessageIn:
+        if not isinstance(data, Mapping):
+            return handler(data)
+        read = read_message(data)
+        message = handler(read.data)
+        message._ignored = read.ignored
+        message._flavor = read.flavor
+        return message
+
+    @property
+    def ignored_fields(self) -> tuple[str, ...]:
+        """What was not read: `field:NAME` for unknown fields, `part:TYPE` for parts."""
+        return self._ignored
 
     @field_validator("content")
     @classmethod
@@ -108,6 +172,22 @@ class TranscriptIn(Frozen):
     user_id: UserIdIn
     messages: list[MessageIn] = Field(min_length=1, max_length=MAX_MESSAGES_PER_TRANSCRIPT)
     final: bool = False
+    # Which provider's message shapes to expect; "auto" reads either (not both at once).
+    format: ChatFormat = "auto"
+
+    @property
+    def ignored_fields(self) -> dict[str, int]:
+        """How many times each unknown message field (or part type) was ignored."""
+        counts: dict[str, int] = {}
+        for message in self.messages:
+            for name in message.ignored_fields:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    @model_validator(mode="after")
+    def _one_format(self) -> TranscriptIn:
+        check_format([m._flavor for m in self.messages], self.format)
+        return self
 
     @model_validator(mode="after")
     def _ids_are_consistent(self) -> TranscriptIn:
@@ -204,3 +284,6 @@ class EnqueueResult(Frozen):
     stored_messages: int
     skipped_messages: int
     job_ids: list[str]
+    # Unknown message fields (`field:NAME`) and part types (`part:TYPE`) that were
+    # ignored, with how often: worth a look when a count is unexpected.
+    ignored_fields: dict[str, int] = Field(default_factory=dict)

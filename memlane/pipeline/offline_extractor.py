@@ -14,7 +14,9 @@ Memories, from the window's NEW messages only (seq >= new_from_seq), in seq orde
    "I don't like Java" gives "User does not like Java." (negations are kept word for word).
    User messages are read with the user rules; assistant messages only with the
    "your X is Y" rules (the assistant restating the user's deadline is a fact; its own
-   suggestions are not). System messages are not read.
+   suggestions are not). System messages are not read, and neither are tool calls and
+   tool results (`tool` messages, and the tool segments of others; see `chat_formats`):
+   what a tool returned is never a fact the user stated.
 4. confidence: 1.0 for the user's plain statement, 0.7 when hedged or said by the
    assistant. source_seq: the message's seq.
 5. the same sentence found twice (case-insensitively) is kept once, the first time.
@@ -36,6 +38,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memlane.pipeline.chat_formats import without_tool_segments
 from memlane.pipeline.keywords import STOPWORDS, tokens
 from memlane.pipeline.offline_rules import (
     ASSISTANT_RULES,
@@ -199,11 +202,24 @@ def summarise(messages: Sequence[StoredMessage], *, outcome: str | None) -> Extr
     return ExtractedEpisode(summary=summary, topics=topics, outcome=outcome)
 
 
+def _spoken(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
+    """The messages as their speakers said them: tool messages and tool segments out."""
+    spoken = []
+    for message in messages:
+        if message.role == "tool":
+            continue
+        text = without_tool_segments(message.content)
+        spoken.append(
+            message if text == message.content else message.model_copy(update={"content": text})
+        )
+    return spoken
+
+
 def extract_offline(window: ExtractionWindow, *, max_memories: int = MAX_MEMORIES) -> Extraction:
     """Memories and an episode from the window's NEW messages, by the documented rules."""
     if not 0 <= max_memories <= MAX_MEMORIES:
         raise ValueError(f"max_memories must be between 0 and {MAX_MEMORIES}, not {max_memories}")
-    new = [m for m in window.messages if m.seq >= window.new_from_seq]
+    new = _spoken([m for m in window.messages if m.seq >= window.new_from_seq])
     found = find_memories(new)
     decisions = [memory.content for memory in found if memory.category == "decision"]
     return Extraction(

@@ -35,6 +35,13 @@ ones. Extract only from messages marked part="new". Facts stated by either speak
 (the assistant restating the user's deadline counts), but an assistant's suggestion is not \
 the user's decision until the user accepts it.
 
+Tool activity is context, never a source of memories about the user: messages with \
+role="tool", and the tool_call and tool_result segments inside any message (shown \
+escaped, as &lt;tool_call name="..."&gt;...&lt;/tool_call&gt; and \
+&lt;tool_result&gt;...&lt;/tool_result&gt;), record which tools the assistant called and \
+what they returned. Read them to understand the conversation; extract only what the \
+user or the assistant said.
+
 Answer with exactly one JSON object and nothing else:
 {"memories": [{"content": "...", "category": "preference|fact|decision|project", \
 "importance": 0.0, "confidence": 0.0}], "episode": {"summary": "...", "topics": ["..."], \

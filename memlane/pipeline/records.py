@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-Role = Literal["user", "assistant", "system"]
+# `tool`: tool calls and tool results, kept as context and never read as the user's words.
+Role = Literal["user", "assistant", "system", "tool"]
 Category = Literal["preference", "fact", "decision", "project"]
 Tier = Literal["pinned", "verified", "candidate"]
 MemoryStatus = Literal["active", "superseded", "quarantined", "deleted"]

@@ -228,7 +228,7 @@ def _without_user_id() -> dict[str, Any]:
                 messages=[{"role": "user", "content": "hi"}, {"role": "bot", "content": "x"}]
             ),
             "messages.1.role",
-            "'user', 'assistant' or 'system'",
+            "'user', 'assistant', 'system' or 'tool'",
         ),
         (transcript(messages=[{"role": "user", "content": "   "}]), "messages.0.content", "empty"),
         (transcript(messages=[]), "messages", "at least 1"),

@@ -1,0 +1,307 @@
+"""Messages as chat apps hold them: the OpenAI chat format and the Anthropic messages
+format read into memlane's plain message (a role and one text).
+
+- content as a list of parts: text parts joined with blank lines; images, audio, files
+  and documents noted as placeholders (`[image]`, `[file: report.pdf]`); Anthropic
+  `thinking` blocks dropped.
+- tool calls (OpenAI `tool_calls` / `function_call`, Anthropic `tool_use` parts) and tool
+  results (the OpenAI `tool` / `function` role, Anthropic `tool_result` parts) kept as
+  context, rendered as `<tool_call …>…</tool_call>` and `<tool_result …>…</tool_result>`
+  segments so the extraction prompt can say what they are and the offline extractor can
+  leave them out (`without_tool_segments`).
+- a message that carries nothing but tool calls or tool results gets the role `tool`:
+  it is never read as something the user said, and an assistant message counts toward
+  the extraction cadence only when it carries text.
+- `developer` is read as `system`.
+- fields of a message that neither format nor memlane knows are ignored and reported,
+  never fatal.
+
+Pure: plain data in, plain data out. A shape that cannot be read raises ValueError
+naming the field (`content.2.text: …`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+from xml.sax.saxutils import escape
+
+Flavor = Literal["openai", "anthropic"]
+ChatFormat = Literal["auto", "openai", "anthropic"]
+CHAT_FORMATS: tuple[ChatFormat, ...] = ("auto", "openai", "anthropic")
+
+# Fields a message may carry that are read (or deliberately not needed); anything else is
+# ignored and counted. `name` (a participant's name, or the tool's on a tool message) is
+# accepted by both formats.
+_KNOWN_FIELDS = frozenset(
+    {"id", "role", "content", "created_at", "name", "tool_calls", "tool_call_id"}
+    | {"function_call", "refusal"}
+)
+_ROLE_ALIASES: dict[str, tuple[str, Flavor | None]] = {
+    "developer": ("system", "openai"),
+    "tool": ("tool", "openai"),
+    "function": ("tool", "openai"),
+}
+_PLACEHOLDERS: dict[str, tuple[str, Flavor | None]] = {
+    "image_url": ("image", "openai"),
+    "input_audio": ("audio", "openai"),
+    "file": ("file", "openai"),
+    "image": ("image", "anthropic"),
+    "document": ("document", "anthropic"),
+}
+_TEXT_PARTS: dict[str, Flavor | None] = {
+    "text": None,
+    "input_text": "openai",
+    "output_text": "openai",
+}
+_DROPPED_PARTS: dict[str, Flavor | None] = {
+    "thinking": "anthropic",
+    "redacted_thinking": "anthropic",
+}
+_SEGMENT = re.compile(r"<tool_(call|result)\b[^>]*>.*?</tool_\1>", re.DOTALL)
+_CLOSING = re.compile(r"</(tool_(?:call|result))", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class _Pieces:
+    """The message's text pieces in their order, and whether any is said text."""
+
+    items: list[str]
+    said: bool = False
+
+    def text(self, value: str) -> None:
+        self.items.append(value)
+        self.said = True
+
+    def tool(self, value: str) -> None:
+        self.items.append(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadMessage:
+    """A message in memlane's shape, with what was left out and which provider's shape it
+    used (None when it could be either's, such as a plain string content)."""
+
+    data: dict[str, Any]
+    ignored: tuple[str, ...]
+    flavor: Flavor | None
+
+
+def read_message(raw: Mapping[str, Any]) -> ReadMessage:
+    """`raw` (a message as OpenAI, Anthropic or memlane spells it) as memlane's message.
+
+    Values of the wrong type for memlane's own fields (a number as content, a list as
+    role) are passed on unchanged so the schema reports them where they are."""
+    flavors: set[Flavor] = set()
+    ignored = [f"field:{key}" for key in raw if key not in _KNOWN_FIELDS]
+    data = {key: raw[key] for key in ("id", "created_at") if key in raw}
+
+    role = raw.get("role")
+    if isinstance(role, str) and role in _ROLE_ALIASES:
+        role, flavor = _ROLE_ALIASES[role]
+        if flavor:
+            flavors.add(flavor)
+    data["role"] = role
+
+    pieces = _Pieces([])
+    content = raw.get("content")
+    if isinstance(content, list):
+        _read_parts(content, pieces, ignored, flavors)
+    elif isinstance(content, str):
+        if content.strip():
+            pieces.text(content)
+    elif content is not None or not _has_tool_calls(raw):
+        data["content"] = content  # wrong type: the schema names it
+    if "refusal" in raw and isinstance(raw["refusal"], str) and raw["refusal"].strip():
+        pieces.text(raw["refusal"])
+        flavors.add("openai")
+    for call in _openai_tool_calls(raw, flavors):
+        pieces.tool(call)
+
+    if role == "tool" and "content" not in data:  # an OpenAI tool result: all of it
+        result = _segment(
+            "tool_result",
+            "\n\n".join(pieces.items),
+            id=_opt_str(raw.get("tool_call_id")),
+            name=_opt_str(raw.get("name")),
+        )
+        pieces = _Pieces([result])
+
+    if "content" not in data:
+        # "" when nothing was read: the schema then says "content is empty"
+        data["content"] = "\n\n".join(pieces.items)
+        if pieces.items and not pieces.said and role in ("user", "assistant"):
+            data["role"] = "tool"
+    if len(flavors) > 1:
+        raise ValueError("the message mixes OpenAI and Anthropic shapes")
+    return ReadMessage(data, tuple(ignored), next(iter(flavors), None))
+
+
+def _read_parts(
+    parts: list[Any],
+    pieces: _Pieces,
+    ignored: list[str],
+    flavors: set[Flavor],
+) -> None:
+    for index, part in enumerate(parts):
+        where = f"content.{index}"
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if not isinstance(kind, str):
+            raise ValueError(f"{where}: a content part must be an object with a 'type'")
+        assert isinstance(part, Mapping)
+        if kind in _TEXT_PARTS:
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise ValueError(f"{where}.text: a '{kind}' part needs its text as a string")
+            if text.strip():
+                pieces.text(text)
+            if flavor := _TEXT_PARTS[kind]:
+                flavors.add(flavor)
+        elif kind == "refusal":
+            flavors.add("openai")
+            if isinstance(part.get("refusal"), str):
+                pieces.text(part["refusal"])
+        elif kind in _PLACEHOLDERS:
+            label, flavor = _PLACEHOLDERS[kind]
+            if flavor:
+                flavors.add(flavor)
+            pieces.text(_placeholder(label, part))
+        elif kind in _DROPPED_PARTS:
+            if flavor := _DROPPED_PARTS[kind]:
+                flavors.add(flavor)
+        elif kind == "tool_use":
+            flavors.add("anthropic")
+            name = part.get("name")
+            if not isinstance(name, str):
+                raise ValueError(f"{where}.name: a 'tool_use' part needs the tool's name")
+            pieces.tool(
+                _segment(
+                    "tool_call",
+                    _arguments(part.get("input")),
+                    id=_opt_str(part.get("id")),
+                    name=name,
+                )
+            )
+        elif kind == "tool_result":
+            flavors.add("anthropic")
+            inner = part.get("content")
+            if isinstance(inner, list):
+                nested = _Pieces([])
+                _read_parts(inner, nested, ignored, flavors)
+                inner = "\n\n".join(nested.items)
+            elif inner is None:
+                inner = ""
+            elif not isinstance(inner, str):
+                raise ValueError(f"{where}.content: a tool result is a string or a list of parts")
+            error = part.get("is_error") is True
+            pieces.tool(
+                _segment(
+                    "tool_result",
+                    inner,
+                    id=_opt_str(part.get("tool_use_id")),
+                    error="true" if error else None,
+                )
+            )
+        else:
+            ignored.append(f"part:{kind}")
+            pieces.text(f"[{kind}]")
+
+
+def _has_tool_calls(raw: Mapping[str, Any]) -> bool:
+    return bool(raw.get("tool_calls")) or bool(raw.get("function_call"))
+
+
+def _openai_tool_calls(raw: Mapping[str, Any], flavors: set[Flavor]) -> list[str]:
+    calls = raw.get("tool_calls")
+    legacy = raw.get("function_call")
+    if calls is None and legacy is None:
+        return []
+    flavors.add("openai")
+    found: list[str] = []
+    if calls is not None:
+        if not isinstance(calls, list):
+            raise ValueError("tool_calls: expected a list of tool calls")
+        for index, call in enumerate(calls):
+            function = call.get("function") if isinstance(call, Mapping) else None
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if not isinstance(name, str):
+                raise ValueError(f"tool_calls.{index}.function.name: expected the tool's name")
+            assert isinstance(call, Mapping) and isinstance(function, Mapping)
+            found.append(
+                _segment(
+                    "tool_call",
+                    _arguments(function.get("arguments")),
+                    id=_opt_str(call.get("id")),
+                    name=name,
+                )
+            )
+    if legacy is not None:
+        if not isinstance(legacy, Mapping) or not isinstance(legacy.get("name"), str):
+            raise ValueError("function_call.name: expected the function's name")
+        found.append(
+            _segment("tool_call", _arguments(legacy.get("arguments")), name=legacy["name"])
+        )
+    return found
+
+
+def _arguments(value: Any) -> str:
+    # OpenAI sends arguments as a JSON string, Anthropic as an object: both end up as text.
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _placeholder(label: str, part: Mapping[str, Any]) -> str:
+    title = None
+    if label == "file" and isinstance(part.get("file"), Mapping):
+        title = part["file"].get("filename")
+    elif label == "document":
+        title = part.get("title")
+    return f"[{label}: {title}]" if isinstance(title, str) and title.strip() else f"[{label}]"
+
+
+def _segment(tag: str, body: str, **attributes: str | None) -> str:
+    attrs = "".join(
+        f" {key}={_quoted(value)}" for key, value in attributes.items() if value is not None
+    )
+    # A body that spells the closing tag would end the segment early: break the spelling.
+    safe_body = _CLOSING.sub(r"<\\/\1", body)
+    return f"<{tag}{attrs}>{safe_body}</{tag}>"
+
+
+def _quoted(value: str) -> str:
+    return '"' + escape(value, {'"': "&quot;"}) + '"'
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def without_tool_segments(text: str) -> str:
+    """`text` with its tool call and tool result segments removed: what a speaker said."""
+    return _SEGMENT.sub(" ", text)
+
+
+def check_format(flavors: list[Flavor | None], chat_format: ChatFormat) -> None:
+    """Refuse messages whose shapes contradict the named format, or (auto) mix both
+    providers' shapes: such a transcript was almost certainly assembled by mistake."""
+    if chat_format == "auto":
+        seen = {f: i for i, f in reversed(list(enumerate(flavors))) if f is not None}
+        if len(seen) > 1:
+            raise ValueError(
+                f"messages.{seen['openai']} has an OpenAI shape and messages."
+                f"{seen['anthropic']} an Anthropic one; send one format (or name it in"
+                " 'format')"
+            )
+        return
+    for index, flavor in enumerate(flavors):
+        if flavor is not None and flavor != chat_format:
+            names = {"openai": "OpenAI", "anthropic": "Anthropic"}
+            raise ValueError(
+                f"messages.{index} has an {names[flavor]} shape but format is {chat_format!r}"
+            )
