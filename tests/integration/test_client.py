@@ -1,0 +1,224 @@
+"""memlane.client against the real API served by uvicorn on 127.0.0.1 (a separate
+process, real PostgreSQL, the embedded worker): every route has a method in both
+clients, answers are the API's models, errors are typed, 503 alone is retried."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memlane.api import openapi_document
+from memlane.client import AsyncClient, Client, route_of
+from memlane.client_errors import (
+    Conflict,
+    ConnectionFailed,
+    InvalidTranscript,
+    NotFound,
+    Unauthorized,
+    Unavailable,
+)
+from memlane.models.schemas import MemoryPublic
+from memlane.pipeline.errors import NotFoundError, TranscriptError
+from tests.integration.conftest import _truncate as truncate
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAT = ROOT / "tests" / "data" / "chat_formats"
+KEY = "client-test-key-5d1c"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    log: Path
+
+    def requests_to(self, path: str) -> int:
+        """How many requests for `path` uvicorn's access log shows."""
+        return sum(f'"GET {path} ' in line for line in self.log.read_text().splitlines())
+
+
+def serve(tmp: Path, **env: str) -> Iterator[Server]:
+    port = free_port()
+    log = tmp / f"uvicorn-{port}.log"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
+    command = [sys.executable, "-m", "uvicorn", "--factory", "memlane.api:create_app"]
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [*command, "--host", "127.0.0.1", "--port", str(port)],
+            cwd=tmp,
+            env={**clean, "MEMLANE_API_KEYS": KEY, **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, log.read_text()
+            time.sleep(0.05)
+        yield Server(url, log)
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    truncate(pg_url)
+    yield from serve(tmp_path_factory.mktemp("api"), MEMLANE_DATABASE_URL=pg_url)
+
+
+@pytest.fixture(scope="module")
+def unready(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # A broker that answers nothing: /readyz is 503 for as long as the server runs.
+    broker = f"redis://127.0.0.1:{free_port()}/0"
+    yield from serve(
+        tmp_path_factory.mktemp("api"), MEMLANE_DATABASE_URL=pg_url, MEMLANE_BROKER_URL=broker
+    )
+
+
+def test_every_route_of_the_openapi_document_has_a_method_in_both_clients() -> None:
+    routes = {
+        (method.upper(), path)
+        for path, methods in openapi_document()["paths"].items()
+        for method in methods
+    }
+    for kind in (Client, AsyncClient):
+        marked = {
+            found
+            for _, member in inspect.getmembers(kind, inspect.isfunction)
+            if (found := route_of(member)) is not None
+        }
+        assert marked == routes, kind.__name__
+    for name, member in inspect.getmembers(Client, inspect.isfunction):
+        if route_of(member) is not None:
+            assert inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
+
+
+def test_the_sync_client_drives_the_whole_api(server: Server) -> None:
+    user = "client-sync"
+    body = json.loads((CHAT / "openai_tool_conversation.json").read_text())
+    body.update(user_id=user, conversation_id="client-sync-c1", final=True)
+    with Client(server.url, api_key=KEY) as memlane:
+        assert memlane.health() == {"status": "ok"}
+        assert memlane.ready()["status"] == "ready"
+        result = memlane.enqueue(body)
+        assert result.ignored_fields == {"field:annotations": 2, "field:audio": 1}
+        assert set(memlane.wait(result.job_ids, timeout=60).values()) == {"done"}
+        with pytest.raises(Conflict):
+            memlane.retry_job(result.job_ids[0])  # done, not failed
+
+        stored = memlane.list_memories(user)
+        assert "User lives in Porto." in [m.content for m in stored]
+        assert all(isinstance(m, MemoryPublic) for m in stored)
+        added = memlane.add_memory(user, "User's name is Maya.", tier="verified")
+        assert memlane.get_memory(user, added.id) == added
+        assert memlane.pin(user, added.id).tier == "pinned"
+        assert memlane.update_memory(user, added.id, sensitive=True).sensitive
+        memlane.forget(user, added.id)
+        assert added.id not in [m.id for m in memlane.list_memories(user)]
+        assert memlane.list_memories(user, status="deleted", limit=5)[0].id == added.id
+
+        soul = memlane.set_soul_block(user, "style", "Answer briefly.")
+        assert memlane.soul_blocks(user) == [soul]
+        procedure = memlane.add_procedure(user, "deploy", "Run the checks, then tag.")
+        assert memlane.procedures(user) == [procedure]
+
+        answer = memlane.context(user, "where does the user live?", budget_tokens=800)
+        assert "Porto" in answer.context and answer.pack.budget_tokens == 800
+        pack = None
+        for _ in range(100):  # packs are written in the background
+            try:
+                pack = memlane.pack(answer.pack.pack_id)
+                break
+            except NotFound:
+                time.sleep(0.05)
+        assert pack is not None and pack["pack_id"] == answer.pack.pack_id
+
+
+def test_errors_are_typed_from_the_apis_codes(server: Server) -> None:
+    with Client(server.url, api_key=KEY) as memlane:
+        with pytest.raises(NotFound) as missing:
+            memlane.get_memory("client-errors", "mem_does_not_exist")
+        assert isinstance(missing.value, NotFoundError) and missing.value.status == 404
+        with pytest.raises(InvalidTranscript) as bad:
+            memlane.enqueue({"conversation_id": "c", "user_id": "u", "messages": []})
+        assert isinstance(bad.value, TranscriptError) and "messages" in bad.value.message
+    with Client(server.url, api_key="wrong") as stranger, pytest.raises(Unauthorized):
+        stranger.list_memories("client-errors")
+    assert server.requests_to("/v1/users/client-errors/memories/mem_does_not_exist") == 1
+
+
+def test_the_address_and_key_come_from_the_environment(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_CLIENT_URL", server.url)
+    monkeypatch.setenv("MEMLANE_CLIENT_KEY", KEY)
+    with Client() as memlane:
+        assert memlane.list_memories("client-env") == []
+
+
+def test_a_503_is_retried_with_backoff_then_raised(unready: Server) -> None:
+    with Client(unready.url, api_key=KEY, retries=2, backoff=0.1) as memlane:
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as caught:
+            memlane.ready()
+        waited = time.monotonic() - started
+    assert caught.value.code == "not_ready" and "broker" in caught.value.details["checks"]
+    assert unready.requests_to("/readyz") == 3  # the first try and two retries
+    assert waited >= 0.1 + 0.2
+
+
+def test_an_unreachable_api_is_a_clear_error() -> None:
+    unreachable = Client(f"http://127.0.0.1:{free_port()}", retries=0)
+    with unreachable, pytest.raises(ConnectionFailed, match="MEMLANE_CLIENT_URL"):
+        unreachable.health()
+
+
+def test_the_async_client_drives_the_api(server: Server) -> None:
+    user = "client-async"
+    body = json.loads((CHAT / "anthropic_tool_conversation.json").read_text())
+    body.update(user_id=user, conversation_id="client-async-c1", final=True)
+
+    async def session() -> tuple[list[str], str, list[str]]:
+        async with AsyncClient(server.url, api_key=KEY) as memlane:
+            result = await memlane.enqueue(body)
+            assert set((await memlane.wait(result.job_ids, timeout=60)).values()) == {"done"}
+            added = await memlane.add_memory(user, "User's name is Maya.")
+            await memlane.pin(user, added.id)
+            contents = [m.content for m in await memlane.list_memories(user)]
+            answer = await memlane.context(user, "where does the user live?", budget_tokens=800)
+            await memlane.forget(user, added.id)
+            try:
+                await memlane.get_memory(user, "mem_nope")
+            except NotFound as exc:
+                missing = exc.code
+            left = [m.id for m in await memlane.list_memories(user)]
+            assert added.id not in left
+            return contents, answer.context + missing, left
+
+    contents, context, _ = asyncio.run(session())
+    assert "User lives in Porto." in contents and "User's name is Maya." in contents
+    assert not [c for c in contents if "Madrid" in c]
+    assert "Porto" in context and context.endswith("not_found")
