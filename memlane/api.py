@@ -39,6 +39,8 @@ from memlane.models.schemas import (
     JobPublic,
     MemoryCreate,
     MemoryPublic,
+    SearchHit,
+    SearchRequest,
     StoredText,
     TranscriptIn,
     UserIdIn,
@@ -243,6 +245,14 @@ def post_context(body: ContextRequest, lane: Lane, request: Request) -> ContextO
     if body.format == "json":
         text = json.dumps(result.json, ensure_ascii=False, separators=(",", ":"))
     return ContextOut(context=text, selection=dict(result.json), pack=result.pack)
+
+
+@v1.post("/search", tags=["context"])
+def post_search(body: SearchRequest, lane: Lane) -> list[SearchHit]:
+    """The user's memories for a query, best first, each with its score and the score's
+    parts (relevance, importance, recency, frequency): the assembler's ranking, no
+    budget and no XML."""
+    return lane.search(**body.model_dump())
 
 
 @v1.get("/packs/{pack_id}", tags=["context"])

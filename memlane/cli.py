@@ -17,7 +17,15 @@ from typing import Annotated
 
 import typer
 
-from memlane import cli_assemble, cli_jobs, cli_memories, cli_ops, cli_reembed, cli_users
+from memlane import (
+    cli_assemble,
+    cli_jobs,
+    cli_memories,
+    cli_ops,
+    cli_reembed,
+    cli_search,
+    cli_users,
+)
 from memlane.cli_common import (
     MemlaneGroup,
     lane_session,
@@ -156,6 +164,7 @@ def demo(
 app.command("demo")(demo)
 app.command("enqueue")(enqueue)
 app.command("assemble", no_args_is_help=True)(cli_assemble.assemble)
+app.command("search", no_args_is_help=True)(cli_search.search)
 app.add_typer(cli_memories.app, name="memories")
 app.add_typer(cli_jobs.jobs_app, name="jobs")
 app.add_typer(cli_jobs.packs_app, name="packs")

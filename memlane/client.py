@@ -10,9 +10,10 @@ httpx. A chat app needs no database credentials, only the API's address and a ke
 The address and key come from the arguments, else from MEMLANE_CLIENT_URL and
 MEMLANE_CLIENT_KEY (the server's keys are MEMLANE_API_KEYS: another variable, another
 side). One method per route of the API, with the API's own request and answer models;
-errors are the typed errors of `memlane.client_errors`. A 503 (not ready) is retried with
-exponential backoff; nothing else is retried, so no request is ever sent twice once the
-server has acted on it.
+errors are the typed errors of `memlane.client_errors`. A 503 is retried with exponential
+backoff, and nothing else: a 503 means the server did nothing (not ready, database down)
+or, for a transcript whose broker was down, stored it and queued its jobs, which a
+re-sent transcript does not store twice.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from memlane.models.schemas import (
     JobPublic,
     MemoryCreate,
     MemoryPublic,
+    SearchHit,
+    SearchRequest,
     TranscriptIn,
 )
 from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
@@ -150,6 +153,11 @@ class _Calls:
     def context(request: ContextRequest) -> _Call[ContextOut]:
         body = request.model_dump(mode="json", exclude_unset=True)
         return _Call("POST", "/v1/context", _model(ContextOut), json=body)
+
+    @staticmethod
+    def search(request: SearchRequest) -> _Call[list[SearchHit]]:
+        body = request.model_dump(mode="json", exclude_unset=True)
+        return _Call("POST", "/v1/search", _model(list[SearchHit]), json=body)
 
     @staticmethod
     def pack(pack_id: str) -> _Call[dict[str, Any]]:
@@ -313,6 +321,13 @@ class Client:
         fields (budget_tokens, strategy, context_window, style, format, …)."""
         return self._send(_Calls.context(_context_request(user_id, query, options)))
 
+    @route("POST", "/v1/search")
+    def search(self, user_id: str, query: str | None = None, **filters: Any) -> list[SearchHit]:
+        """Memories for a query with their scores; `filters`: SearchRequest's fields
+        (limit, category, tier, min_score, since, include_sensitive)."""
+        request = SearchRequest(user_id=user_id, query=query, **filters)
+        return self._send(_Calls.search(request))
+
     @route("GET", "/v1/packs/{pack_id}")
     def pack(self, pack_id: str) -> dict[str, Any]:
         return self._send(_Calls.pack(pack_id))
@@ -456,6 +471,13 @@ class AsyncClient:
     @route("POST", "/v1/context")
     async def context(self, user_id: str, query: str | None = None, **options: Any) -> ContextOut:
         return await self._send(_Calls.context(_context_request(user_id, query, options)))
+
+    @route("POST", "/v1/search")
+    async def search(
+        self, user_id: str, query: str | None = None, **filters: Any
+    ) -> list[SearchHit]:
+        request = SearchRequest(user_id=user_id, query=query, **filters)
+        return await self._send(_Calls.search(request))
 
     @route("GET", "/v1/packs/{pack_id}")
     async def pack(self, pack_id: str) -> dict[str, Any]:

@@ -68,7 +68,9 @@ class ServerError(ApiError):
 
 
 class Unavailable(ApiError):
-    """503: the server is not ready (still after the client's retries)."""
+    """503 (not_ready, database_unavailable, broker_unavailable), still after the client's
+    retries. broker_unavailable: the transcript and its jobs are stored and stay queued
+    (`details["job_ids"]`); the server's sweep publishes them."""
 
 
 class ConnectionFailed(MemlaneError):
@@ -89,6 +91,8 @@ _BY_CODE: dict[str, type[ApiError]] = {
     "configuration_error": ServerError,
     "internal_error": ServerError,
     "not_ready": Unavailable,
+    "broker_unavailable": Unavailable,
+    "database_unavailable": Unavailable,
 }
 _BY_STATUS: dict[int, type[ApiError]] = {
     401: Unauthorized,

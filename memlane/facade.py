@@ -29,6 +29,8 @@ from memlane.models.schemas import (
     JobPublic,
     MemoryCreate,
     MemoryPublic,
+    SearchHit,
+    SearchRequest,
     TranscriptIn,
 )
 from memlane.models.store import (
@@ -51,10 +53,22 @@ from memlane.pipeline.budget import (
 )
 from memlane.pipeline.cadence import due_windows
 from memlane.pipeline.context_format import Style
-from memlane.pipeline.errors import BrokerUnavailableError, ConfigurationError, TranscriptError
+from memlane.pipeline.errors import (
+    BrokerUnavailableError,
+    ConfigurationError,
+    InvalidInputError,
+    TranscriptError,
+)
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import normalise_by_max
-from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
+from memlane.pipeline.records import (
+    Category,
+    MemoryStatus,
+    Procedure,
+    SoulBlock,
+    SoulKind,
+    Tier,
+)
 from memlane.pipeline.scoring import (
     STRATEGIES,
     Strategy,
@@ -514,6 +528,42 @@ class Memlane:
             self._dispatcher.drain(timeout)
 
     # ------------------------------------------------------------------ memories
+
+    @checked("user_id", "query")
+    def search(
+        self,
+        user_id: str,
+        query: str | None = None,
+        *,
+        limit: int = 10,
+        category: Category | None = None,
+        tier: Tier | None = None,
+        min_score: float = 0.0,
+        since: datetime | None = None,
+        include_sensitive: bool = False,
+        now: datetime | None = None,
+    ) -> list[SearchHit]:
+        """The user's memories for a query, best first, with their score and its parts:
+        the assembler's read and ranking (memlane.pipeline.search), no budget, no XML.
+        `since`: stated or last confirmed at or after that time."""
+        from memlane.search_read import search
+
+        try:
+            request = SearchRequest(
+                user_id=user_id,
+                query=query,
+                limit=limit,
+                category=category,
+                tier=tier,
+                min_score=min_score,
+                since=since,
+                include_sensitive=include_sensitive,
+            )
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InvalidInputError(f"{where}: {first['msg']}") from None
+        return search(self, request, now=now or utcnow())
 
     @checked("user_id")
     def add_memory(self, user_id: str, memory: MemoryCreate | Mapping[str, Any]) -> MemoryPublic:

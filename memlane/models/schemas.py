@@ -287,3 +287,34 @@ class EnqueueResult(Frozen):
     # Unknown message fields (`field:NAME`) and part types (`part:TYPE`) that were
     # ignored, with how often: worth a look when a count is unexpected.
     ignored_fields: dict[str, int] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- search
+
+
+class SearchRequest(Frozen):
+    """A search of one user's memories (POST /v1/search); see memlane.pipeline.search."""
+
+    user_id: UserIdIn
+    query: StoredText | None = Field(None, max_length=MAX_MESSAGE_CHARS)
+    limit: int = Field(10, ge=1, le=200)
+    category: Category | None = None
+    tier: Tier | None = None
+    min_score: Score01 = 0.0
+    since: UtcTime | None = Field(
+        None,
+        description="only memories stated or last confirmed at or after this time (UTC "
+        "when no zone is given)",
+    )
+    include_sensitive: bool = False
+
+
+class SearchHit(Frozen):
+    """A memory found, its score (the assembler's composite) and the score's parts."""
+
+    memory: MemoryPublic
+    score: float
+    relevance: float
+    importance: float = Field(description="importance weighed by confidence")
+    recency: float
+    frequency: float

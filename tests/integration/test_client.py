@@ -145,6 +145,10 @@ def test_the_sync_client_drives_the_whole_api(server: Server) -> None:
         procedure = memlane.add_procedure(user, "deploy", "Run the checks, then tag.")
         assert memlane.procedures(user) == [procedure]
 
+        hits = memlane.search(user, "where does the user live?", limit=2)
+        assert hits[0].memory.content == "User lives in Porto." and len(hits) == 2
+        assert hits[0].score > 0 and hits[0].relevance > 0
+
         answer = memlane.context(user, "where does the user live?", budget_tokens=800)
         assert "Porto" in answer.context and answer.pack.budget_tokens == 800
         pack = None
