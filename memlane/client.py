@@ -29,7 +29,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
-from memlane.api import ContextOut, ContextRequest, MemoryPatch, ProcedureIn, SoulIn
+from memlane.api import ContextOut, ContextRequest, MemoryPatch, ProcedureIn, SoulIn, SweepOut
 from memlane.client_errors import ConnectionFailed, error_from
 from memlane.models.schemas import (
     EnqueueResult,
@@ -148,6 +148,10 @@ class _Calls:
     @staticmethod
     def retry_job(job_id: str) -> _Call[JobPublic]:
         return _Call("POST", _path("/v1/jobs/{id}/retry", id=job_id), _model(JobPublic))
+
+    @staticmethod
+    def sweep_jobs() -> _Call[SweepOut]:
+        return _Call("POST", "/v1/jobs/sweep", _model(SweepOut))
 
     @staticmethod
     def context(request: ContextRequest) -> _Call[ContextOut]:
@@ -304,6 +308,11 @@ class Client:
     def retry_job(self, job_id: str) -> JobPublic:
         return self._send(_Calls.retry_job(job_id))
 
+    @route("POST", "/v1/jobs/sweep")
+    def sweep_jobs(self) -> SweepOut:
+        """Publish every queued job again, release stuck ones, start idle tails."""
+        return self._send(_Calls.sweep_jobs())
+
     def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2
     ) -> dict[str, str]:
@@ -455,6 +464,10 @@ class AsyncClient:
     @route("POST", "/v1/jobs/{job_id}/retry")
     async def retry_job(self, job_id: str) -> JobPublic:
         return await self._send(_Calls.retry_job(job_id))
+
+    @route("POST", "/v1/jobs/sweep")
+    async def sweep_jobs(self) -> SweepOut:
+        return await self._send(_Calls.sweep_jobs())
 
     async def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2

@@ -128,6 +128,7 @@ def test_the_sync_client_drives_the_whole_api(server: Server) -> None:
         assert set(memlane.wait(result.job_ids, timeout=60).values()) == {"done"}
         with pytest.raises(Conflict):
             memlane.retry_job(result.job_ids[0])  # done, not failed
+        assert memlane.sweep_jobs().extract == []  # nothing left queued
 
         stored = memlane.list_memories(user)
         assert "User lives in Porto." in [m.content for m in stored]
