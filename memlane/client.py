@@ -29,7 +29,15 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
-from memlane.api import ContextOut, ContextRequest, MemoryPatch, ProcedureIn, SoulIn, SweepOut
+from memlane.api import (
+    ContextOut,
+    ContextRequest,
+    ErasedOut,
+    MemoryPatch,
+    ProcedureIn,
+    SoulIn,
+    SweepOut,
+)
 from memlane.client_errors import ConnectionFailed, error_from
 from memlane.models.schemas import (
     EnqueueResult,
@@ -152,6 +160,11 @@ class _Calls:
     @staticmethod
     def sweep_jobs() -> _Call[SweepOut]:
         return _Call("POST", "/v1/jobs/sweep", _model(SweepOut))
+
+    @staticmethod
+    def erase_user(user_id: str) -> _Call[ErasedOut]:
+        path = _path("/v1/users/{user_id}", user_id=user_id)
+        return _Call("DELETE", path, _model(ErasedOut))
 
     @staticmethod
     def context(request: ContextRequest) -> _Call[ContextOut]:
@@ -313,6 +326,11 @@ class Client:
         """Publish every queued job again, release stuck ones, start idle tails."""
         return self._send(_Calls.sweep_jobs())
 
+    @route("DELETE", "/v1/users/{user_id}")
+    def erase_user(self, user_id: str) -> ErasedOut:
+        """Delete every row of the user, for good ("delete my data")."""
+        return self._send(_Calls.erase_user(user_id))
+
     def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2
     ) -> dict[str, str]:
@@ -468,6 +486,10 @@ class AsyncClient:
     @route("POST", "/v1/jobs/sweep")
     async def sweep_jobs(self) -> SweepOut:
         return await self._send(_Calls.sweep_jobs())
+
+    @route("DELETE", "/v1/users/{user_id}")
+    async def erase_user(self, user_id: str) -> ErasedOut:
+        return await self._send(_Calls.erase_user(user_id))
 
     async def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2
