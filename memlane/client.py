@@ -114,6 +114,7 @@ class _Call(Generic[T]):
     read: Callable[[Any], T]
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
+    text: bool = False  # the answer is text (Prometheus), not JSON
 
 
 def _path(template: str, **values: str) -> str:
@@ -233,6 +234,10 @@ class _Calls:
         return _Call("GET", path, _model(list[Procedure]))
 
     @staticmethod
+    def metrics() -> _Call[str]:
+        return _Call("GET", "/metrics", str, text=True)
+
+    @staticmethod
     def health() -> _Call[dict[str, Any]]:
         return _Call("GET", "/healthz", _as_dict)
 
@@ -254,6 +259,8 @@ def _memory(memory: MemoryCreate | str, fields: dict[str, Any]) -> MemoryCreate:
 def _read(call: _Call[T], response: httpx.Response) -> T:
     if response.status_code >= 400:
         raise error_from(response)
+    if call.text:
+        return call.read(response.text)
     return call.read(response.json() if response.content else None)
 
 
@@ -413,6 +420,11 @@ class Client:
     @route("GET", "/v1/users/{user_id}/procedures")
     def procedures(self, user_id: str) -> list[Procedure]:
         return self._send(_Calls.procedures(user_id))
+
+    @route("GET", "/metrics")
+    def metrics(self) -> str:
+        """The Prometheus exposition text of the server."""
+        return self._send(_Calls.metrics())
 
     @route("GET", "/healthz")
     def health(self) -> dict[str, Any]:
@@ -574,6 +586,10 @@ class AsyncClient:
     @route("GET", "/v1/users/{user_id}/procedures")
     async def procedures(self, user_id: str) -> list[Procedure]:
         return await self._send(_Calls.procedures(user_id))
+
+    @route("GET", "/metrics")
+    async def metrics(self) -> str:
+        return await self._send(_Calls.metrics())
 
     @route("GET", "/healthz")
     async def health(self) -> dict[str, Any]:

@@ -161,6 +161,8 @@ def test_the_sync_client_drives_the_whole_api(server: Server) -> None:
                 time.sleep(0.05)
         assert pack is not None and pack["pack_id"] == answer.pack.pack_id
 
+        assert "memlane_" in memlane.metrics()
+
         erased = memlane.erase_user(user)
         assert erased.user_id == user and memlane.list_memories(user, status="all") == []
 
