@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import api_errors
 from memlane.api_errors import ApiError, ErrorOut, error_response
@@ -374,6 +375,16 @@ def readyz(request: Request) -> JSONResponse:
 # --------------------------------------------------------------------------- the app
 
 
+class _Timed:
+    """The metrics' request timing as a middleware class (ApiMetrics.timing)."""
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+        self._timed = metrics.timing(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._timed(scope, receive, send)
+
+
 def create_app(lane: Memlane | None = None, settings: Settings | None = None) -> FastAPI:
     """The API over `lane`, or over a lane built from `settings` (default: the
     environment) at startup. Reads nothing until it starts or gets a request."""
@@ -398,7 +409,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     )
     app.state.runtime = runtime
     app.state.metrics = ApiMetrics(lambda: runtime.settings.resolved_database_url)
-    app.middleware("http")(app.state.metrics.middleware)
+    app.add_middleware(_Timed, metrics=app.state.metrics)
     app.include_router(v1)
     app.include_router(health)
     api_errors.install(

@@ -7,15 +7,15 @@ cost. Each app has its own registry, so several apps in one process do not colli
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
-from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memlane.models.db import unit_of_work
 from memlane.models.tables import Job
@@ -91,17 +91,32 @@ class ApiMetrics:
         )
         self.registry.register(JobsCollector(url))
 
-    async def middleware(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")  # the template: no ids in label values
-        self.requests.labels(request.method, path, str(response.status_code)).observe(
-            time.perf_counter() - started
-        )
-        return response
+    def timing(self, app: ASGIApp) -> ASGIApp:
+        """`app` with each HTTP request's latency observed under its route's template (no
+        ids in label values). Plain ASGI: a BaseHTTPMiddleware would change how errors
+        raised while reading the body (413) reach their handlers."""
+
+        async def timed(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            started, status = time.perf_counter(), 500
+
+            async def sending(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                await send(message)
+
+            try:
+                await app(scope, receive, sending)
+            finally:
+                path = getattr(scope.get("route"), "path", "unmatched")
+                self.requests.labels(scope["method"], path, str(status)).observe(
+                    time.perf_counter() - started
+                )
+
+        return timed
 
     def render(self) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE)
