@@ -98,7 +98,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
     with Memlane(settings) as lane:
         for size in plan["sizes"]:
             user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
-            if wants_hnsw(settings.vector_index, embedder.name):
+            if wants_hnsw(settings.vector_index, embedder.capabilities):
                 # as the store worker does once a user is large; instant afterwards
                 ensure_for_users(
                     get_engine(url), [user], embedder.name, embedder.dim, settings.hnsw_min_memories

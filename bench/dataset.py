@@ -32,6 +32,7 @@ from memlane.models.store import context_items, refs
 from memlane.models.tables import (
     EpisodeRow,
     MemoryKeyword,
+    MemoryKeywordCount,
     MemoryRow,
     ProcedureRow,
     SoulBlockRow,
@@ -402,7 +403,14 @@ def ensure_user(url: str, size: int, *, log: Any = print) -> str:
     embedder = get_embedder(load_settings())
     log(f"loading {size:,} memories for {user_id} ({embedder.name}) …")
     with unit_of_work(url) as session:
-        for table in (MemoryRow, EpisodeRow, ProcedureRow, SoulBlockRow, UserState):
+        for table in (
+            MemoryKeywordCount,
+            MemoryRow,
+            EpisodeRow,
+            ProcedureRow,
+            SoulBlockRow,
+            UserState,
+        ):
             session.execute(delete(table).where(table.user_id == user_id))
         refs.allocate(session, user_id, size)  # memories take refs 1..size
     for batch in _batches(_memory_rows(user_id, size, seed=size), 5000):
@@ -414,6 +422,16 @@ def ensure_user(url: str, size: int, *, log: Any = print) -> str:
             _copy_postgres(url, batch, embedder)
         else:
             _insert_sqlite(url, batch, embedder)
+    with unit_of_work(url) as session:  # the frequencies the store keeps beside its index
+        session.execute(
+            insert(MemoryKeywordCount).from_select(
+                ["user_id", "keyword", "memories"],
+                select(MemoryKeyword.user_id, MemoryKeyword.keyword, func.count())
+                .where(MemoryKeyword.user_id == user_id)
+                .group_by(MemoryKeyword.user_id, MemoryKeyword.keyword),
+            )
+        )
+        session.add(MemoryKeywordCount(user_id=user_id, keyword="", memories=size))
     _context_items(url, user_id)
     if url.startswith("postgresql"):
         # VACUUM too: a bulk load leaves the visibility map unset, and index-only scans
@@ -422,6 +440,7 @@ def ensure_user(url: str, size: int, *, log: Any = print) -> str:
         with autocommit.connect() as conn:
             conn.exec_driver_sql("VACUUM ANALYZE memories")
             conn.exec_driver_sql("VACUUM ANALYZE memory_keywords")
+            conn.exec_driver_sql("VACUUM ANALYZE memory_keyword_counts")
     return user_id
 
 

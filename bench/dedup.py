@@ -1,12 +1,15 @@
 """Deduplication latency: one new memory against a user's 1k, 10k and 100k stored
 memories, the way the store stage does it: candidates from the inverted keyword index
-(`memlane.models.store.memories.dedup_candidates`) in one unit of work, then
+(`memlane.models.store.dedup_reads.candidates`, the prefix filter) in one unit of work, then
 `memlane.pipeline.dedup.plan`.
 
     python -m bench.dedup                # the figures (reuses bench.assemble's data)
     python -m bench.dedup --size tiny    # a few seconds: proves it runs
 
-Goal: p50 <= 2 ms at 100k (PostgreSQL).
+Goals (issue 20): at 100k, p50 <= 2 ms and p99 <= 10 ms, and p50(100k) <= 1.5 x p50(1k),
+on PostgreSQL and SQLite. The store is bench.assemble's: bulk-loaded, not deduplicated,
+so a short template sentence is stored up to ~3,000 times at 100k, and an exact lookup
+returns every copy a new memory duplicates (`candidates_max`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from bench.common import (
 )
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import memories
+from memlane.models.store import dedup_reads
 from memlane.pipeline import dedup
 from memlane.pipeline.records import ExtractedMemory
 
@@ -57,7 +60,7 @@ def bench_size(
         nonlocal bumps
         sighting = new[i % len(new)]
         with unit_of_work(url) as session:
-            known = memories.dedup_candidates(
+            known = dedup_reads.candidates(
                 session, user, [sighting.keywords], threshold=settings.dedup_threshold
             )
         result = dedup.plan(
@@ -105,12 +108,23 @@ def main(argv: list[str] | None = None) -> int:
             url = pg_database(plan["db"])
         else:
             url = sqlite_database(Path(tempfile.gettempdir()) / f"{plan['db']}.sqlite")
+        rows = {}
         for size in sizes:
             user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
-            row = report.emit(backend=backend, memories=size, **bench_size(url, user, new, plan))
-            if backend == "postgresql" and size == 100_000:
+            rows[size] = report.emit(
+                backend=backend, memories=size, **bench_size(url, user, new, plan)
+            )
+        if 100_000 in rows:
+            p50, p99 = rows[100_000]["p50_ms"], rows[100_000]["p99_ms"]
+            report.emit(backend=backend, goal="p50 at 100k <= 2 ms", figure_ms=p50, met=p50 <= 2)
+            report.emit(backend=backend, goal="p99 at 100k <= 10 ms", figure_ms=p99, met=p99 <= 10)
+            if 1000 in rows:
+                ratio = round(p50 / rows[1000]["p50_ms"], 2)
                 report.emit(
-                    goal="p50 at 100k <= 2 ms", figure_ms=row["p50_ms"], met=row["p50_ms"] <= 2
+                    backend=backend,
+                    goal="p50(100k) <= 1.5 x p50(1k)",
+                    figure_ms=ratio,
+                    met=ratio <= 1.5,
                 )
     report.print_table()
     return 0

@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     base = load_settings(database_url=url, broker_url=None, working_set_mb=0)
     embedder = get_embedder(base)
     user = dataset.ensure_user(url, plan["size"], log=lambda m: print(m, file=sys.stderr))
-    if wants_hnsw(base.vector_index, embedder.name):
+    if wants_hnsw(base.vector_index, embedder.capabilities):
         ensure_for_users(get_engine(url), [user], embedder.name, embedder.dim, 0)
     questions = dataset.queries(plan["queries"])
     vectors = embedder.embed(questions)

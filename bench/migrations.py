@@ -1,11 +1,13 @@
-"""How long the latest data migration takes on a 100k-memory store.
+"""How long a data migration takes on a 100k-memory store.
 
-    python -m bench.migrations [--backends postgresql,sqlite]
+    python -m bench.migrations [--backends postgresql,sqlite] [--to 0008]
 
 Builds a store at revision 0004 with raw SQL (100 users, 100k memories each evidenced by
-a message of its conversation, 10k jobs and episodes, 100k messages), then times
-`memlane db upgrade` to 0005 (confirmed_at, refs, dated episodes, the change feed).
-PostgreSQL uses its own scratch database, dropped afterwards.
+a message of its conversation, half of them made by a job, 10k jobs and episodes, 100k
+messages), upgrades it untimed to the revision before `--to`, then times the upgrade to
+`--to`: 0005 (confirmed_at, refs, dated episodes, the change feed), 0007 (memory_events,
+a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed). PostgreSQL
+uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ def _fill(url: str, postgres: bool) -> None:
         f" i / 100, 0, 1, {now}, {now} FROM {rows} WHERE i < 10000",
         "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
         " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
-        " source_conversation_id, evidence_seq)"
+        " source_conversation_id, source_job_id, source_from_seq, source_to_seq,"
+        " evidence_seq)"
         " SELECT 'mem' || i, 'u' || (i % 100), 'User fact number ' || i, 'fact', 0.5, 1.0,"
-        f" 'candidate', 'active', false, '[]', 1, {now}, {now}, 'c' || (i % 100), i / 100"
+        f" 'candidate', 'active', false, '[]', 1, {now}, {now}, 'c' || (i % 100),"
+        " CASE WHEN i % 2 = 0 THEN 'job' || (i % 10000) END, i / 100, i / 100, i / 100"
         f" FROM {rows}",
         "INSERT INTO episodes (id, user_id, conversation_id, job_id, summary, topics,"
         f" created_at) SELECT 'ep' || i, 'u' || (i % 100), 'c' || (i % 100), 'job' || i,"
@@ -61,12 +65,15 @@ def _fill(url: str, postgres: bool) -> None:
             conn.execute(text(statement))
 
 
-def _time(url: str, postgres: bool) -> float:
+def _time(url: str, postgres: bool, target: str) -> float:
     migrate.upgrade(url, "0004")
     _fill(url, postgres)
+    before = f"{int(target) - 1:04d}"
+    if before != "0004":
+        migrate.upgrade(url, before)
     get_engine(url).dispose()
     started = time.perf_counter()
-    migrate.upgrade(url, "0005")
+    migrate.upgrade(url, target)
     elapsed = time.perf_counter() - started
     get_engine(url).dispose()
     return elapsed
@@ -75,6 +82,7 @@ def _time(url: str, postgres: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="postgresql,sqlite")
+    parser.add_argument("--to", default="0008", help="the revision timed (0005 or later)")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for backend in args.backends.split(","):
@@ -83,15 +91,17 @@ def main() -> None:
                 conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
                 conn.execute(f'CREATE DATABASE "{DATABASE}"')
             try:
-                figures[backend] = _time(pg_url(DATABASE), True)
+                figures[backend] = _time(pg_url(DATABASE), True, args.to)
             finally:
                 with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
                     conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
         else:
             with tempfile.TemporaryDirectory() as scratch:
-                figures[backend] = _time(f"sqlite:///{scratch}/m.db", False)
-        print(f"{backend}: 0004 → 0005 on {MEMORIES:,} memories in {figures[backend]:.1f} s")
-    print(json.dumps({"machine": machine(), "seconds_0004_to_0005": figures}))
+                figures[backend] = _time(f"sqlite:///{scratch}/m.db", False, args.to)
+        step = f"{int(args.to) - 1:04d} → {args.to}"
+        print(f"{backend}: {step} on {MEMORIES:,} memories in {figures[backend]:.1f} s")
+    key = f"seconds_{int(args.to) - 1:04d}_to_{args.to}"
+    print(json.dumps({"machine": machine(), key: figures}))
 
 
 if __name__ == "__main__":

@@ -23,11 +23,13 @@ import tiktoken
 
 from bench import dataset
 from bench.common import Report, latency_summary, parser, time_calls
+from memlane.config.settings import Settings
 from memlane.pipeline import assembly
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssemblyInput
 from memlane.pipeline.records import MemoryRecord
+from memlane.pipeline.scoring import Weights
 from memlane.pipeline.tokens import count_tokens, get_encoding
 
 ENCODINGS = ("o200k_base", "cl100k_base")
@@ -93,6 +95,7 @@ def enforcement(report: Report, plan: dict[str, Any]) -> None:
 def enforce(report: Report, count: int, encoding: tiktoken.Encoding, iterations: int) -> None:
     memories = synthetic_memories(count)
     rng = random.Random(1)
+    settings = Settings()
     request = AssemblyInput(
         user_id="u1",
         query="what does the user prefer?",
@@ -103,6 +106,10 @@ def enforce(report: Report, count: int, encoding: tiktoken.Encoding, iterations:
         retrieval_mode="bench",
         memories=memories,
         relevance={m.id: rng.random() for m in memories},
+        weights=Weights(**settings.weights.model_dump()),
+        half_life_hours=settings.half_life_hours,
+        memory_share=settings.memory_share,
+        relevance_floor=settings.relevance_floor,
     )
     result = assemble_context(request)
     by_id = {m.id: m for m in memories}

@@ -20,9 +20,15 @@ if TYPE_CHECKING:
         InvalidInputError,
         MemlaneError,
         NotFoundError,
+        ProviderError,
         TranscriptError,
     )
-    from memlane.workers.errors import PermanentLLMError, TransientLLMError
+    from memlane.workers.errors import (
+        PermanentLLMError,
+        PermanentProviderError,
+        TransientLLMError,
+        TransientProviderError,
+    )
 
 # Resolved on first use, so importing any part of memlane (the pure pipeline included)
 # loads nothing else, and `memlane --help` starts without the workers.
@@ -36,6 +42,9 @@ _PUBLIC = {
     "ExtractionError": "memlane.pipeline.errors",
     "NotFoundError": "memlane.pipeline.errors",
     "TranscriptError": "memlane.pipeline.errors",
+    "ProviderError": "memlane.pipeline.errors",
+    "PermanentProviderError": "memlane.workers.errors",
+    "TransientProviderError": "memlane.workers.errors",
     "PermanentLLMError": "memlane.workers.errors",
     "TransientLLMError": "memlane.workers.errors",
 }
@@ -50,8 +59,11 @@ __all__ = [
     "MemlaneError",
     "NotFoundError",
     "PermanentLLMError",
+    "PermanentProviderError",
+    "ProviderError",
     "TranscriptError",
     "TransientLLMError",
+    "TransientProviderError",
 ]
 
 

@@ -13,8 +13,9 @@ import argparse
 import hmac
 import json
 import logging
+import re
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
@@ -22,9 +23,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -36,9 +38,13 @@ from memlane.facade import Memlane
 from memlane.models.schemas import (
     MAX_MESSAGE_CHARS,
     EnqueueResult,
+    FleetStatus,
     Identifier,
     JobPublic,
     MemoryCreate,
+    MemoryEvent,
+    MemoryPage,
+    MemoryPatch,
     MemoryPublic,
     SearchHit,
     SearchRequest,
@@ -49,9 +55,9 @@ from memlane.models.schemas import (
 from memlane.pipeline.assembly_types import ContextPack
 from memlane.pipeline.budget import MAX_BUDGET_TOKENS
 from memlane.pipeline.context_format import Style
-from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
+from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind
 from memlane.pipeline.scoring import Strategy
-from memlane.readiness import check_broker, check_database
+from memlane.readiness import check_database
 
 log = logging.getLogger("memlane.api")
 TRANSCRIPTS_PATH = "/v1/transcripts"
@@ -88,16 +94,6 @@ class ContextOut(BaseModel):
     context: str
     selection: dict[str, Any] = Field(alias="json")
     pack: ContextPack
-
-
-class MemoryPatch(BaseModel):
-    """Fields left out (or null) are not changed."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    tier: Tier | None = None
-    status: Literal["active", "quarantined", "deleted"] | None = None
-    sensitive: bool | None = None
 
 
 class SoulIn(BaseModel):
@@ -155,21 +151,61 @@ def get_lane(request: Request) -> Memlane:
 bearer = HTTPBearer(auto_error=False, description="an API key from MEMLANE_API_KEYS")
 
 
+_KEY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
+
+
+def key_names(keys: list[str]) -> list[tuple[str, str]]:
+    """(secret, actor) pairs of MEMLANE_API_KEYS entries: `name:secret` is the key
+    `secret` acting as `api:name`; any entry as a whole is also a key acting as `api`
+    (keys set before names existed may hold a colon)."""
+    pairs: list[tuple[str, str]] = []
+    for entry in keys:
+        name, colon, secret = entry.partition(":")
+        if colon and secret and _KEY_NAME.fullmatch(name):
+            pairs.append((secret, f"api:{name}"))
+        pairs.append((entry, "api"))
+    return pairs
+
+
 async def require_key(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
-    """With keys configured, the bearer token must equal one of them (constant time)."""
+    """With keys configured, the bearer token must equal one of them (constant time).
+    The key's name becomes the actor of the changes the request makes."""
     keys = runtime_of(request).settings.api_keys
-    if not keys:
-        return
-    given = credentials.credentials.encode() if credentials is not None else b""
-    matches = [hmac.compare_digest(given, key.get_secret_value().encode()) for key in keys]
-    if not given or not any(matches):
+    given = credentials.credentials if credentials is not None else ""
+    actor = key_actor(given, keys)
+    if actor is None:
         raise ApiError(401, "unauthorized", "send a valid API key: Authorization: Bearer <key>")
+    request.state.actor = actor
+
+
+def actor_of(request: Request) -> str:
+    return str(getattr(request.state, "actor", "api"))
+
+
+def key_actor(given: str, keys: Sequence[SecretStr]) -> str | None:
+    """Who `given` is (`api`, or `api:<name>` for a named key: `key_names`), or None
+    when keys are configured and it is none of them. Every key is compared, in constant
+    time, so the answer's timing tells nothing of which is near."""
+    if not keys:
+        return "api"
+    raw = given.encode()
+    pairs = key_names([key.get_secret_value() for key in keys])
+    matches = [(hmac.compare_digest(raw, secret.encode()), actor) for secret, actor in pairs]
+    found = [actor for matched, actor in matches if matched]
+    return found[0] if raw and found else None
+
+
+def key_accepted(given: str, keys: Sequence[SecretStr]) -> bool:
+    """True with no keys configured, else when `given` is one of them (`key_actor`).
+    The MCP server's HTTP transport takes the same keys (memlane.mcp_server)."""
+    return key_actor(given, keys) is not None
 
 
 Lane = Annotated[Memlane, Depends(get_lane)]
+Actor = Annotated[str, Depends(actor_of)]
 UserId = Annotated[str, PathParam(min_length=1, max_length=200)]
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut} for status in (401, 404, 409, 413, 422, 500, 503)
@@ -209,14 +245,30 @@ class SweepOut(BaseModel):
     extract: list[str] = Field(description="jobs published to the extract queue")
     store: list[str] = Field(description="jobs published to the store queue")
     tails: int = Field(description="tail jobs started for idle conversations")
+    messages_purged: int = Field(0, description="message texts purged by retention")
+    packs_deleted: int = Field(0, description="context packs deleted by retention")
 
 
 @v1.post("/jobs/sweep", status_code=202, tags=["jobs"])
 def sweep_jobs(lane: Lane) -> SweepOut:
     """Publish every queued job again (after the broker was down, say), release stuck
-    ones and start idle conversations' tails: beat's sweep, at once."""
+    ones, start idle conversations' tails and apply retention: beat's sweep, at once."""
     result = lane.sweep()
-    return SweepOut(extract=result.extract, store=result.store, tails=result.tails)
+    return SweepOut(
+        extract=result.extract,
+        store=result.store,
+        tails=result.tails,
+        messages_purged=result.messages_purged,
+        packs_deleted=result.packs_deleted,
+    )
+
+
+@v1.get("/status", tags=["jobs"])
+def fleet_status(lane: Lane) -> FleetStatus:
+    """Whether workers answer for each queue (1 s broadcast, cached ~5 s) and the
+    queues' depths: `ok`, or `degraded` with the problems. Always 200: a fleet with no
+    workers still serves contexts; /readyz is the gate."""
+    return lane.status()
 
 
 class ErasedOut(BaseModel):
@@ -228,6 +280,92 @@ class ErasedOut(BaseModel):
 def erase_user(user_id: UserId, lane: Lane) -> ErasedOut:
     """Delete every row of the user, in one transaction ("delete my data"); for good."""
     return ErasedOut(user_id=user_id, deleted=lane.erase_user(user_id))
+
+
+class LiftedOut(BaseModel):
+    user_id: str
+    lifted: int = Field(description="fingerprints deleted")
+
+
+@v1.delete("/users/{user_id}/fingerprints", tags=["users"])
+def lift_fingerprints(user_id: UserId, lane: Lane) -> LiftedOut:
+    """Delete the fingerprints the user's purges left: purged facts may be learned again
+    from later conversations."""
+    return LiftedOut(user_id=user_id, lifted=lane.lift_fingerprints(user_id))
+
+
+class ConversationDeletedOut(BaseModel):
+    user_id: str
+    conversation_id: str
+    deleted: dict[str, int] = Field(
+        description="messages, jobs, episodes and memories deleted; memories kept without "
+        "its evidence; memories restored (superseded by a deleted one)"
+    )
+
+
+@v1.delete("/users/{user_id}/conversations/{conversation_id}", tags=["users"])
+def delete_conversation(
+    user_id: UserId, conversation_id: str, lane: Lane, actor: Actor
+) -> ConversationDeletedOut:
+    """Delete one conversation ("delete this chat"): its messages, jobs, episodes and
+    the memories learned only from it; for good."""
+    counts = lane.delete_conversation(user_id, conversation_id, actor=actor)
+    return ConversationDeletedOut(user_id=user_id, conversation_id=conversation_id, deleted=counts)
+
+
+NDJSON = "application/x-ndjson"
+
+
+@v1.get(
+    "/users/{user_id}/export",
+    tags=["users"],
+    response_class=StreamingResponse,
+    responses={200: {"content": {NDJSON: {}}, "description": "the export, one JSON a line"}},
+)
+def export_user(
+    user_id: UserId,
+    lane: Lane,
+    messages: Annotated[bool, Query(description="include conversations and messages")] = False,
+) -> StreamingResponse:
+    """The user's data as JSON lines (`memlane users export`): memories with their
+    keywords, vectors and history, episodes, procedures, soul blocks, and optionally
+    the messages; for `POST …/import` of another deployment."""
+    lines = lane.export_user(user_id, messages=messages)
+    return StreamingResponse((line + "\n" for line in lines), media_type=NDJSON)
+
+
+class ImportedOut(BaseModel):
+    user_id: str
+    imported: dict[str, int] = Field(description="rows added per table")
+
+
+@v1.post(
+    "/users/{user_id}/import",
+    tags=["users"],
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {NDJSON: {"schema": {"type": "string"}}},
+            "description": "an export (GET …/export, memlane users export)",
+        }
+    },
+)
+async def import_user(
+    user_id: UserId,
+    request: Request,
+    lane: Lane,
+    merge: Annotated[
+        bool, Query(description="keep what is stored for ids the store holds, add the rest")
+    ] = False,
+) -> ImportedOut:
+    """Import an export as this user, ids kept; 409 when the store holds some of its ids
+    (unless `merge`). The body limit (MEMLANE_MAX_BODY_BYTES) applies: import a large
+    user with the CLI."""
+    body = await request.body()
+    counts = await run_in_threadpool(
+        lane.import_user, body.splitlines(), user_id=user_id, merge=merge
+    )
+    return ImportedOut(user_id=user_id, imported=counts)
 
 
 @v1.post("/context", tags=["context"])
@@ -272,15 +410,34 @@ def list_memories(
     lane: Lane,
     status: MemoryStatus | Literal["all"] = "active",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
-) -> list[MemoryPublic]:
+    cursor: Annotated[
+        str | None,
+        Query(max_length=200, description="the `next_cursor` of the page before; none first"),
+    ] = None,
+) -> MemoryPage:
+    """The user's memories, newest first, a page at a time: follow `next_cursor` until
+    it is null. Exact however the store changes meanwhile (pages are keyed on each
+    memory's short id, which never changes)."""
     wanted = None if status == "all" else status
-    return lane.list_memories(user_id, status=wanted, limit=limit, offset=offset)
+    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor)
 
 
-@v1.post(MEMORIES, status_code=201, tags=["memories"])
-def add_memory(user_id: UserId, memory: MemoryCreate, lane: Lane) -> MemoryPublic:
-    return lane.add_memory(user_id, memory)
+@v1.post(
+    MEMORIES,
+    status_code=201,
+    tags=["memories"],
+    responses={200: {"model": MemoryPublic, "description": "a stored memory confirmed"}},
+)
+def add_memory(
+    user_id: UserId, memory: MemoryCreate, lane: Lane, actor: Actor, response: Response
+) -> MemoryPublic:
+    """Add a memory (201); content that duplicates a stored memory by the dedup rule
+    confirms that one instead (200, seen once more), and one that duplicates a
+    forgotten memory is a 409."""
+    stored, created = lane.add_or_confirm(user_id, memory, actor=actor)
+    if not created:
+        response.status_code = 200
+    return stored
 
 
 @v1.get(MEMORIES + "/{memory_id}", tags=["memories"])
@@ -288,12 +445,22 @@ def get_memory(user_id: UserId, memory_id: str, lane: Lane) -> MemoryPublic:
     return lane.get_memory(user_id, memory_id)
 
 
+@v1.get(MEMORIES + "/{memory_id}/history", tags=["memories"])
+def memory_history(user_id: UserId, memory_id: str, lane: Lane) -> list[MemoryEvent]:
+    """The memory's events, oldest first, each with its time and actor: where it came
+    from (job, conversation, messages) and every change since. A purged memory, named by
+    its full id, keeps only its `purged` event."""
+    return lane.memory_history(user_id, memory_id)
+
+
 @v1.patch(MEMORIES + "/{memory_id}", tags=["memories"])
-def patch_memory(user_id: UserId, memory_id: str, patch: MemoryPatch, lane: Lane) -> MemoryPublic:
-    """Pin or verify (tier), quarantine, restore or delete (status), mark sensitive."""
-    return lane.update_memory(
-        user_id, memory_id, tier=patch.tier, status=patch.status, sensitive=patch.sensitive
-    )
+def patch_memory(
+    user_id: UserId, memory_id: str, patch: MemoryPatch, lane: Lane, actor: Actor
+) -> MemoryPublic:
+    """Correct (content, category, importance, confidence, expires_at; a new content is
+    re-keyed and re-embedded; expires_at null clears it) and curate (tier, status,
+    sensitive) in one transaction; each change lands in the memory's history."""
+    return lane.update_memory(user_id, memory_id, patch, actor=actor)
 
 
 @v1.delete(MEMORIES + "/{memory_id}", status_code=204, tags=["memories"])
@@ -301,6 +468,7 @@ def delete_memory(
     user_id: UserId,
     memory_id: str,
     lane: Lane,
+    actor: Actor,
     purge: Annotated[
         bool, Query(description="delete it for good, content included (not reversible)")
     ] = False,
@@ -308,9 +476,9 @@ def delete_memory(
     """Forget: the memory is marked deleted, never reaches a context again and is not
     learned again; reversible (PATCH status active) until purged (`?purge=true`)."""
     if purge:
-        lane.purge(user_id, memory_id)
+        lane.purge(user_id, memory_id, actor=actor)
     else:
-        lane.forget(user_id, memory_id)
+        lane.forget(user_id, memory_id, actor=actor)
     return Response(status_code=204)
 
 
@@ -324,6 +492,13 @@ def list_soul_blocks(user_id: UserId, lane: Lane) -> list[SoulBlock]:
     return lane.soul_blocks(user_id)
 
 
+@v1.delete("/users/{user_id}/soul/{kind}", status_code=204, tags=["soul"])
+def delete_soul_block(user_id: UserId, kind: SoulKind, lane: Lane) -> Response:
+    """Delete the user's soul block of that kind; 404 if they have none."""
+    lane.delete_soul_block(user_id, kind)
+    return Response(status_code=204)
+
+
 @v1.post("/users/{user_id}/procedures", status_code=201, tags=["procedures"])
 def add_procedure(user_id: UserId, body: ProcedureIn, lane: Lane) -> Procedure:
     return lane.add_procedure(user_id, body.name, body.content)
@@ -332,6 +507,13 @@ def add_procedure(user_id: UserId, body: ProcedureIn, lane: Lane) -> Procedure:
 @v1.get("/users/{user_id}/procedures", tags=["procedures"])
 def list_procedures(user_id: UserId, lane: Lane) -> list[Procedure]:
     return lane.procedures(user_id)
+
+
+@v1.delete("/users/{user_id}/procedures/{procedure}", status_code=204, tags=["procedures"])
+def delete_procedure(user_id: UserId, procedure: str, lane: Lane) -> Response:
+    """Delete the user's procedure named by its id or its name."""
+    lane.delete_procedure(user_id, procedure)
+    return Response(status_code=204)
 
 
 def metrics_of(request: Request) -> ApiMetrics:
@@ -359,12 +541,10 @@ async def healthz() -> dict[str, str]:
 
 @health.get("/readyz", responses={503: {"model": ErrorOut}})
 def readyz(request: Request) -> JSONResponse:
-    """The database is reachable and its schema current, and the broker (when
-    MEMLANE_BROKER_URL is set) answers a ping."""
-    settings = runtime_of(request).settings
-    checks = check_database(settings.resolved_database_url)
-    if settings.broker_url is not None:
-        checks["broker"] = check_broker(settings.broker_url)
+    """What the API itself needs: the database reachable and its schema current (503
+    not_ready otherwise). Workers and the broker are /v1/status's: with none, contexts
+    are still assembled, so that must not take the API out of rotation."""
+    checks = check_database(runtime_of(request).settings.resolved_database_url)
     failed = {name: state for name, state in checks.items() if state != "ok"}
     if failed:
         message = "not ready: " + "; ".join(f"{k}: {v}" for k, v in failed.items())
@@ -400,7 +580,9 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
         yield
         await run_in_threadpool(runtime.close)
 
-    app = FastAPI(
+    # /docs (Swagger UI) and /redoc with their scripts and styles served from the
+    # fastapi-offline package: FastAPI's own pages load them from a CDN, blank offline.
+    app = FastAPIOffline(
         title="memlane",
         version=version("memlane"),
         description="Long-term memory for LLM chat apps. Errors: "

@@ -50,6 +50,16 @@ UNREADABLE_BODY = (
     "a parser allows); send one JSON object, Content-Type: application/json"
 )
 NOT_JSON = "the body must be a JSON object, sent with Content-Type: application/json"
+# pydantic's error types for a body that is JSON but not an object (a list, a number, null)
+_NOT_AN_OBJECT = {"model_attributes_type", "dict_type", "model_type"}
+_JSON_KINDS: dict[type, str] = {
+    list: "a list",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 Handler = Callable[[Request, Exception], Coroutine[Any, Any, JSONResponse]]
 
@@ -198,6 +208,13 @@ def validation_handler(transcript_paths: Collection[str]) -> Handler:
             message = str(error["msg"]).removeprefix("Value error, ")
             if loc == ["body"] and not _is_json(request):
                 message = NOT_JSON
+            elif loc == ["body"] and error["type"] in _NOT_AN_OBJECT:
+                kind = _JSON_KINDS.get(type(error.get("input")), "something else")
+                message = f"the body must be a JSON object, not {kind}" + (
+                    ": one transcript per request (`memlane enqueue` also takes a list or JSONL)"
+                    if on_transcript
+                    else ""
+                )
             if on_transcript and loc[1:2] == ["messages"] and _TOO_LONG.search(message):
                 index = int(loc[2])
                 text = f"message {index} is too long: {field}: {message}"

@@ -10,9 +10,12 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from memlane.config.logging import ASSEMBLY_LOGGER
 from memlane.models.db import unit_of_work
@@ -28,9 +31,13 @@ _Flush = threading.Event
 class PackWriter:
     """Serialises, logs and saves the packs handed to `submit`, in batches."""
 
-    def __init__(self, url: str, *, batch: int = 100) -> None:
+    def __init__(self, url: str, *, batch: int = 100, linger_s: float = 0.05) -> None:
         self._url = url
         self._batch = batch
+        # After a pack arrives, others are awaited this long to share its transaction:
+        # saving one pack alone costs ~0.7 ms of CPU, ten in one statement ~1.3 ms, and
+        # that CPU is taken from the assemblies (the interpreter is shared).
+        self._linger_s = linger_s
         self._queue: queue.Queue[PackData | _Flush | None] = queue.Queue(maxsize=10_000)
         self._thread = threading.Thread(target=self._run, name="memlane-packs", daemon=True)
         self._thread.start()
@@ -60,9 +67,11 @@ class PackWriter:
         stop = False
         while not stop:
             items: list[PackData | _Flush | None] = [self._queue.get()]
-            while len(items) < self._batch:
+            deadline = time.monotonic() + self._linger_s
+            # a flush or close ends the wait: what is asked for is written at once
+            while len(items) < self._batch and isinstance(items[-1], dict):
                 try:
-                    items.append(self._queue.get_nowait())
+                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
                 except queue.Empty:
                     break
             packs = [i for i in items if isinstance(i, dict)]
@@ -83,17 +92,25 @@ class PackWriter:
             elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
                 for body in bodies:
                     assembly_log.info(json.dumps(pack_summary(body), separators=(",", ":")))
+            # orjson: a pack's ~200 items took 0.9 ms to serialise with json, 0.09 here
+            texts = [orjson.dumps(body, default=_plain).decode() for body in bodies]
             with unit_of_work(self._url) as session:
-                for pack, body in zip(packs, bodies, strict=True):
-                    context_items.save_pack(
-                        session,
-                        pack_id=pack["pack_id"],
-                        user_id=pack["user_id"],
-                        assembled_at=pack["assembled_at"],
-                        body=body,
-                    )
+                context_items.save_packs(
+                    session,
+                    [
+                        (pack["pack_id"], pack["user_id"], pack["assembled_at"], text)
+                        for pack, text in zip(packs, texts, strict=True)
+                    ],
+                )
         except Exception:
             log.exception("could not save %d context packs", len(packs))
+
+
+def _plain(value: Any) -> Any:
+    """What orjson cannot write itself: a float's subclass (numpy's float64) as the float."""
+    if isinstance(value, float):
+        return float(value)
+    raise TypeError(f"cannot serialise {type(value).__name__} in a context pack")
 
 
 SUMMARY_FIELDS = (

@@ -19,7 +19,9 @@ import typer
 
 from memlane import (
     cli_assemble,
+    cli_items,
     cli_jobs,
+    cli_mcp,
     cli_memories,
     cli_ops,
     cli_reembed,
@@ -130,6 +132,11 @@ def enqueue(
             f"enqueued {len(found)} transcript(s): {stored} message(s) stored, "
             f"{skipped} already known, {len(job_ids)} job(s)"
         )
+        reasons = [r for r in results if r.no_job_reason]
+        for result in reasons[:5]:
+            stderr.print(f"no job for {result.conversation_id}: {result.no_job_reason}")
+        if len(reasons) > 5:
+            stderr.print(f"… and {len(reasons) - 5} more transcript(s) with no job")
         if ignored:
             listed = ", ".join(f"{name} ×{times}" for name, times in sorted(ignored.items()))
             stderr.print(f"ignored (not read): {listed}", markup=False)
@@ -166,13 +173,18 @@ app.command("enqueue")(enqueue)
 app.command("assemble", no_args_is_help=True)(cli_assemble.assemble)
 app.command("search", no_args_is_help=True)(cli_search.search)
 app.add_typer(cli_memories.app, name="memories")
+app.add_typer(cli_items.soul_app, name="soul")
+app.add_typer(cli_items.procedures_app, name="procedures")
 app.add_typer(cli_jobs.jobs_app, name="jobs")
 app.add_typer(cli_jobs.packs_app, name="packs")
 app.add_typer(cli_ops.db_app, name="db")
 app.add_typer(cli_users.app, name="users")
+app.command("sweep")(cli_jobs.sweep)  # `memlane jobs sweep`, where retention looks for it
 app.command("reembed")(cli_reembed.reembed)
 app.command("worker")(cli_ops.worker)
 app.command("serve")(cli_ops.serve)
+app.command("mcp")(cli_mcp.mcp)
+app.command("status")(cli_ops.status)
 
 
 def main() -> None:

@@ -10,6 +10,7 @@ names is not there (as `grep` exits 1 when nothing matches).
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendors click
 from typer.core import TyperGroup
 
 from memlane.pipeline.errors import ConfigurationError, MemlaneError, TranscriptError
@@ -74,9 +76,50 @@ def fail(message: str, code: int = FAILURE_EXIT) -> NoReturn:
     raise typer.Exit(code)
 
 
+def unwrapped(text: str) -> str:
+    """Help text as paragraphs of one line each, for the terminal to wrap: Typer keeps a
+    docstring's line breaks, so at 80 columns a sentence broke twice (a word alone on a
+    line). Paragraphs stay apart; a line of its own ("\b" first) stays one."""
+    return "\n\n".join(
+        para if para.startswith("\b") else " ".join(para.split())
+        for para in inspect.cleandoc(text).split("\n\n")
+    )
+
+
+def _no_type(ctx: object) -> None:
+    return None
+
+
+def tidy_help(command: Any) -> None:
+    """Unwrap the help texts of `command` and every subcommand, and drop the `<bool>`
+    Typer shows beside a flag: a flag takes no value, and the placeholder says it does."""
+    for holder in (command, *command.params):
+        if getattr(holder, "help", None):
+            holder.help = unwrapped(holder.help)
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.display_type_rich = _no_type
+    made = command.get_help_option  # --help is made when help is shown
+
+    def help_option(ctx: Any) -> Any:
+        option = made(ctx)
+        if option is not None:
+            option.display_type_rich = _no_type
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub)
+
+
 class MemlaneGroup(TyperGroup):
     """The root command group: turns an error raised by any command into one line on
-    stderr and its exit code, or re-raises it under --debug."""
+    stderr and its exit code, or re-raises it under --debug; tidies every command's help
+    (see tidy_help) once, when Typer builds the group."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        tidy_help(self)
 
     def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         # `--debug` after the subcommand too (`memlane assemble … --debug`), up to a `--`
@@ -88,7 +131,15 @@ class MemlaneGroup(TyperGroup):
     def invoke(self, ctx: ClickContext) -> Any:
         try:
             return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.TyperException):  # usage errors among them
+        except NoArgsIsHelpError:  # a command given nothing: its help, as asked
+            raise
+        except UsageError as exc:  # a bad option or argument: one line, like every error
+            if ctx.meta.get("memlane.debug"):
+                raise
+            where = exc.ctx.command_path if exc.ctx is not None else "memlane"
+            message = " ".join(exc.format_message().replace("Value error, ", "").split())
+            fail(f"{message} (see {where} --help)", USAGE_EXIT)
+        except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except Exception as exc:
             if ctx.meta.get("memlane.debug"):
@@ -127,12 +178,15 @@ def database_hint(exc: BaseException) -> str | None:
 
 def parse_now(value: str | None) -> datetime | None:
     """An ISO 8601 time; one without a zone is read as UTC."""
-    if value is None:
-        return None
+    return None if value is None else parse_time(value, "--now")
+
+
+def parse_time(value: str, option: str) -> datetime:
+    """An ISO 8601 time given to `option`; one without a zone is read as UTC."""
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"--now: not an ISO 8601 time: {value!r}") from None
+        raise ValueError(f"{option}: not an ISO 8601 time: {value!r}") from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
@@ -142,7 +196,7 @@ def open_lane(**overrides: Any) -> Memlane:
     from memlane.config.settings import load_settings
     from memlane.facade import Memlane
 
-    return Memlane(load_settings(**overrides))
+    return Memlane(load_settings(**overrides), actor="cli")
 
 
 @contextmanager

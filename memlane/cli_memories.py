@@ -9,7 +9,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from memlane.cli_common import USAGE_EXIT, fail, lane_session, shown, stdout
+from memlane.cli_common import USAGE_EXIT, fail, lane_session, parse_time, shown, stderr, stdout
 from memlane.pipeline.records import Category, Tier
 
 if TYPE_CHECKING:
@@ -103,9 +103,10 @@ def add(
         bool, typer.Option("--sensitive", help="Never put it in a context.")
     ] = False,
 ) -> None:
-    """Add a memory by hand; prints its id."""
+    """Add a memory by hand; prints its id. Content that duplicates a stored memory (the
+    dedup rule) confirms that one instead, and says so on stderr."""
     with lane_session() as lane:
-        memory = lane.add_memory(
+        memory, created = lane.add_or_confirm(
             user,
             {
                 "content": content,
@@ -116,7 +117,76 @@ def add(
                 "sensitive": sensitive,
             },
         )
+    if not created:
+        stderr.print(
+            f"a duplicate of #{memory.ref}: confirmed it, seen {memory.access_count} times"
+        )
     typer.echo(memory.id)
+
+
+@app.command()
+def edit(
+    user: User,
+    memory_id: MemoryId,
+    content: Annotated[str | None, typer.Option(help="The corrected sentence.")] = None,
+    category: Annotated[Category | None, typer.Option()] = None,
+    importance: Annotated[float | None, typer.Option(help="0..1.")] = None,
+    confidence: Annotated[float | None, typer.Option(help="0..1.")] = None,
+    expires: Annotated[
+        str | None, typer.Option(help="ISO 8601 time it stops being true (UTC if no zone).")
+    ] = None,
+    no_expiry: Annotated[bool, typer.Option("--no-expiry", help="Clear the expiry.")] = False,
+    as_json: AsJson = False,
+) -> None:
+    """Correct a memory: a new content is re-keyed and re-embedded; each change is kept
+    in its history (`memlane memories history`)."""
+    if expires is not None and no_expiry:
+        fail("give --expires or --no-expiry, not both", USAGE_EXIT)
+    fields: dict[str, object] = {
+        "content": content,
+        "category": category,
+        "importance": importance,
+        "confidence": confidence,
+    }
+    if expires is not None:
+        try:
+            fields["expires_at"] = parse_time(expires, "--expires")
+        except ValueError as exc:
+            fail(str(exc), USAGE_EXIT)
+    if no_expiry:
+        fields["expires_at"] = None
+    if all(value is None for value in fields.values()) and not no_expiry:
+        fail(
+            "nothing to change: give --content, --category, --importance, --confidence, "
+            "--expires or --no-expiry",
+            USAGE_EXIT,
+        )
+    with lane_session() as lane:
+        _echo_memory(lane.update_memory(user, memory_id, fields), as_json)
+
+
+@app.command()
+def history(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
+    """Where a memory came from and every change since, oldest first (a purged memory,
+    named by its full id, keeps only its `purged` event)."""
+    with lane_session() as lane:
+        events = lane.memory_history(user, memory_id)
+    if as_json:
+        typer.echo(json.dumps([e.model_dump(mode="json") for e in events], indent=2))
+        return
+    table = Table(title=f"{user}: history of {memory_id}", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("when (UTC)", no_wrap=True)
+    table.add_column("event", no_wrap=True)
+    table.add_column("by", no_wrap=True)
+    table.add_column("detail", overflow="fold", ratio=1, min_width=20)
+    for event in events:
+        table.add_row(
+            event.at.strftime("%Y-%m-%d %H:%M:%S"),
+            event.kind,
+            shown(event.actor),
+            shown(json.dumps(event.detail, ensure_ascii=False)) if event.detail else "",
+        )
+    stdout.print(table)
 
 
 def _report(memory: MemoryPublic) -> None:
@@ -163,3 +233,18 @@ def purge(
         fail(f"purging {memory_id} deletes it for good; add --yes to do it", USAGE_EXIT)
     with lane_session() as lane:
         typer.echo(f"purged {lane.purge(user, memory_id)}")
+
+
+@app.command("lift-fingerprints")
+def lift_fingerprints(
+    user: User,
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm: purged facts may come back.")
+    ] = False,
+) -> None:
+    """Let the user's purged facts be learned again: delete the content-free fingerprints
+    their purges left."""
+    if not yes:
+        fail(f"this lets {user!r}'s purged facts be learned again; add --yes to do it", USAGE_EXIT)
+    with lane_session() as lane:
+        typer.echo(f"lifted {lane.lift_fingerprints(user)} fingerprint(s)")

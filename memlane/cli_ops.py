@@ -1,10 +1,12 @@
-"""Operations: `memlane db upgrade`, `memlane worker` and `memlane serve`."""
+"""Operations: `memlane db upgrade` and `db revision`, `memlane worker`, `memlane serve`
+and `memlane status`."""
 
 from __future__ import annotations
 
 import os
 import shlex
 import sys
+from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
@@ -45,7 +47,9 @@ def upgrade() -> None:
     change = "already at" if before == after else f"upgraded from {before or 'empty'} to"
     typer.echo(f"{where}: {change} revision {after}")
     embedder = get_embedder(settings)
-    if settings.is_postgres and vector_index.wants_hnsw(settings.vector_index, embedder.name):
+    if settings.is_postgres and vector_index.wants_hnsw(
+        settings.vector_index, embedder.capabilities
+    ):
         engine = get_engine(url)
         users = vector_index.large_users(
             engine, embedder.name, embedder.dim, settings.hnsw_min_memories
@@ -56,6 +60,41 @@ def upgrade() -> None:
         )
         built = [vector_index.ensure_hnsw(engine, u, embedder.name, embedder.dim) for u in users]
         typer.echo(f"vector indexes: {sum(name is not None for name in built)} ready")
+
+
+@db_app.command()
+def revision(
+    message: Annotated[str, typer.Option("--message", "-m", help="what the migration does")],
+    autogenerate: Annotated[
+        bool,
+        typer.Option(
+            "--autogenerate/--empty",
+            help="write the differences between memlane.models.tables and the database "
+            "(which must be at the latest revision)",
+        ),
+    ] = False,
+    migrations: Annotated[
+        Path | None,
+        typer.Option(help="the migrations folder (default: the package's)", hidden=True),
+    ] = None,
+) -> None:
+    """Write the next migration file (memlane/models/migrations/versions/NNNN_<message>.py)
+    and print its path: empty, or with --autogenerate what the tables changed.
+
+    Then list it in the README's upgrade notes; see "Where to change what". The database
+    compared is MEMLANE_DATABASE_URL (the default SQLite file when unset).
+    """
+    from memlane.config.settings import load_settings
+    from memlane.models import migrate
+
+    url = load_settings().resolved_database_url
+    path = migrate.new_revision(
+        message,
+        url=url,
+        autogenerate=autogenerate,
+        migrations=migrations or migrate.MIGRATIONS,
+    )
+    typer.echo(str(path))
 
 
 def parse_queues(value: str) -> list[str]:
@@ -162,3 +201,36 @@ def serve(
         port=port,
         log_level=settings.log_level.lower(),
     )
+
+
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Whether workers answer for each queue (a 1 s broadcast) and how many messages
+    wait in each: ok (exit 0) or degraded (exit 1), with the problems.
+
+    Reads MEMLANE_BROKER_URL only; the database is `memlane db upgrade`'s and /readyz's.
+    """
+    from rich.table import Table
+
+    from memlane.cli_common import stdout
+    from memlane.config.settings import load_settings
+    from memlane.fleet_status import fleet_status
+
+    report = fleet_status(load_settings())
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        table = Table(title=f"fleet: {report.status} (broker: {report.broker})")
+        for column in ("queue", "workers", "waiting"):
+            table.add_column(column)
+        for queue in report.queues:
+            shown = ["-" if v is None else str(v) for v in (queue.workers, queue.depth)]
+            table.add_row(queue.name, *shown)
+        stdout.print(table)
+        for problem in report.problems:
+            typer.echo(f"degraded: {problem}", err=True)
+        if report.mode == "embedded":
+            typer.echo("embedded: jobs run in the process that enqueues them", err=True)
+    if report.status != "ok":
+        raise typer.Exit(1)

@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.table import Table
 
-from memlane.cli_common import lane_session, stdout
+from memlane.cli_common import lane_session, shown, stdout
 from memlane.pipeline.records import Category, Tier
 
 
@@ -51,18 +52,23 @@ def search(
     if as_json:
         typer.echo(json.dumps([h.model_dump(mode="json") for h in hits], indent=2))
         return
-    table = Table(title=f"{user}: {len(hits)} memories" + (f" for {query!r}" if query else ""))
-    for name in ("score", "rel", "imp", "rec", "freq", "id", "tier", "content"):
-        table.add_column(name, justify="right" if name in {"score", "rel", "imp"} else "left")
+    title = f"{user}: {len(hits)} memories" + (f" for {query!r}" if query else "")
+    # The short id (as contexts show it; every command takes it): whole, never wrapped.
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", justify="right", no_wrap=True)
+    for name in ("score", "rel", "imp", "rec", "freq"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("tier", no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1, min_width=20)
     for h in hits:
         table.add_row(
+            str(h.memory.ref),
             f"{h.score:.3f}",
             f"{h.relevance:.2f}",
             f"{h.importance:.2f}",
             f"{h.recency:.2f}",
             f"{h.frequency:.2f}",
-            h.memory.id,
             h.memory.tier,
-            h.memory.content,
+            shown(h.memory.content),
         )
     stdout.print(table)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote
 
@@ -32,8 +33,10 @@ from pydantic import TypeAdapter
 from memlane.api import (
     ContextOut,
     ContextRequest,
+    ConversationDeletedOut,
     ErasedOut,
-    MemoryPatch,
+    ImportedOut,
+    LiftedOut,
     ProcedureIn,
     SoulIn,
     SweepOut,
@@ -41,14 +44,25 @@ from memlane.api import (
 from memlane.client_errors import ConnectionFailed, error_from
 from memlane.models.schemas import (
     EnqueueResult,
+    FleetStatus,
     JobPublic,
     MemoryCreate,
+    MemoryEvent,
+    MemoryPage,
+    MemoryPatch,
     MemoryPublic,
     SearchHit,
     SearchRequest,
     TranscriptIn,
 )
-from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
+from memlane.pipeline.records import (
+    Category,
+    MemoryStatus,
+    Procedure,
+    SoulBlock,
+    SoulKind,
+    Tier,
+)
 
 __all__ = ["AsyncClient", "Client", "ClientSettings", "route_of"]
 
@@ -114,7 +128,8 @@ class _Call(Generic[T]):
     read: Callable[[Any], T]
     json: Any = None
     params: dict[str, Any] = field(default_factory=dict)
-    text: bool = False  # the answer is text (Prometheus), not JSON
+    text: bool = False  # the answer is text (Prometheus, an export), not JSON
+    content: bytes | None = None  # a raw body (an import)
 
 
 def _path(template: str, **values: str) -> str:
@@ -168,6 +183,11 @@ class _Calls:
         return _Call("DELETE", path, _model(ErasedOut))
 
     @staticmethod
+    def lift_fingerprints(user_id: str) -> _Call[LiftedOut]:
+        path = _path("/v1/users/{user_id}/fingerprints", user_id=user_id)
+        return _Call("DELETE", path, _model(LiftedOut))
+
+    @staticmethod
     def context(request: ContextRequest) -> _Call[ContextOut]:
         body = request.model_dump(mode="json", exclude_unset=True)
         return _Call("POST", "/v1/context", _model(ContextOut), json=body)
@@ -183,11 +203,13 @@ class _Calls:
 
     @staticmethod
     def list_memories(
-        user_id: str, status: str, limit: int, offset: int
-    ) -> _Call[list[MemoryPublic]]:
-        params = {"status": status, "limit": limit, "offset": offset}
+        user_id: str, status: str, limit: int, cursor: str | None
+    ) -> _Call[MemoryPage]:
+        params: dict[str, Any] = {"status": status, "limit": limit}
+        if cursor:
+            params["cursor"] = cursor
         path = _path(_MEMORIES, user_id=user_id)
-        return _Call("GET", path, _model(list[MemoryPublic]), params=params)
+        return _Call("GET", path, _model(MemoryPage), params=params)
 
     @staticmethod
     def add_memory(user_id: str, memory: MemoryCreate) -> _Call[MemoryPublic]:
@@ -203,13 +225,18 @@ class _Calls:
     @staticmethod
     def update_memory(user_id: str, memory_id: str, patch: MemoryPatch) -> _Call[MemoryPublic]:
         path = _path(_MEMORIES + "/{memory_id}", user_id=user_id, memory_id=memory_id)
-        body = patch.model_dump(mode="json", exclude_none=True)
+        body = patch.model_dump(mode="json", exclude_unset=True)
         return _Call("PATCH", path, _model(MemoryPublic), json=body)
 
     @staticmethod
-    def forget(user_id: str, memory_id: str) -> _Call[None]:
+    def memory_history(user_id: str, memory_id: str) -> _Call[list[MemoryEvent]]:
+        path = _path(_MEMORIES + "/{memory_id}/history", user_id=user_id, memory_id=memory_id)
+        return _Call("GET", path, _model(list[MemoryEvent]))
+
+    @staticmethod
+    def forget(user_id: str, memory_id: str, purge: bool = False) -> _Call[None]:
         path = _path(_MEMORIES + "/{memory_id}", user_id=user_id, memory_id=memory_id)
-        return _Call("DELETE", path, _nothing)
+        return _Call("DELETE", path, _nothing, params={"purge": "true"} if purge else {})
 
     @staticmethod
     def set_soul_block(user_id: str, kind: SoulKind, content: str) -> _Call[SoulBlock]:
@@ -234,6 +261,40 @@ class _Calls:
         return _Call("GET", path, _model(list[Procedure]))
 
     @staticmethod
+    def export_user(user_id: str, messages: bool) -> _Call[str]:
+        path = _path("/v1/users/{user_id}/export", user_id=user_id)
+        params = {"messages": "true"} if messages else {}
+        return _Call("GET", path, str, params=params, text=True)
+
+    @staticmethod
+    def import_user(user_id: str, data: str | bytes, merge: bool) -> _Call[ImportedOut]:
+        path = _path("/v1/users/{user_id}/import", user_id=user_id)
+        body = data.encode() if isinstance(data, str) else data
+        params = {"merge": "true"} if merge else {}
+        return _Call("POST", path, _model(ImportedOut), params=params, content=body)
+
+    @staticmethod
+    def delete_conversation(user_id: str, conversation_id: str) -> _Call[ConversationDeletedOut]:
+        path = _path(
+            "/v1/users/{user_id}/conversations/{conversation_id}",
+            user_id=user_id,
+            conversation_id=conversation_id,
+        )
+        return _Call("DELETE", path, _model(ConversationDeletedOut))
+
+    @staticmethod
+    def delete_soul_block(user_id: str, kind: SoulKind) -> _Call[None]:
+        path = _path("/v1/users/{user_id}/soul/{kind}", user_id=user_id, kind=kind)
+        return _Call("DELETE", path, _nothing)
+
+    @staticmethod
+    def delete_procedure(user_id: str, procedure: str) -> _Call[None]:
+        path = _path(
+            "/v1/users/{user_id}/procedures/{procedure}", user_id=user_id, procedure=procedure
+        )
+        return _Call("DELETE", path, _nothing)
+
+    @staticmethod
     def metrics() -> _Call[str]:
         return _Call("GET", "/metrics", str, text=True)
 
@@ -245,9 +306,23 @@ class _Calls:
     def ready() -> _Call[dict[str, Any]]:
         return _Call("GET", "/readyz", _as_dict)
 
+    @staticmethod
+    def status() -> _Call[FleetStatus]:
+        return _Call("GET", "/v1/status", _model(FleetStatus))
+
 
 def _context_request(user_id: str, query: str | None, options: dict[str, Any]) -> ContextRequest:
     return ContextRequest(user_id=user_id, query=query, **options)
+
+
+def _patch(fields: dict[str, Any], clear_expiry: bool) -> MemoryPatch:
+    """Only the fields given go in the body; `clear_expiry` sends expires_at null."""
+    given = {k: v for k, v in fields.items() if v is not None}
+    if clear_expiry:
+        if given.get("expires_at") is not None:
+            raise ValueError("give expires_at or clear_expiry, not both")
+        given["expires_at"] = None
+    return MemoryPatch.model_validate(given)
 
 
 def _memory(memory: MemoryCreate | str, fields: dict[str, Any]) -> MemoryCreate:
@@ -305,7 +380,11 @@ class Client:
         for attempt in range(self.settings.retries + 1):
             try:
                 response = self._http.request(
-                    call.method, call.path, json=call.json, params=call.params or None
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    content=call.content,
+                    params=call.params or None,
                 )
             except httpx.TransportError as exc:
                 raise _connection_failed(self.settings, exc) from exc
@@ -337,6 +416,11 @@ class Client:
     def erase_user(self, user_id: str) -> ErasedOut:
         """Delete every row of the user, for good ("delete my data")."""
         return self._send(_Calls.erase_user(user_id))
+
+    @route("DELETE", "/v1/users/{user_id}/fingerprints")
+    def lift_fingerprints(self, user_id: str) -> LiftedOut:
+        """Let the user's purged facts be learned again (their fingerprints deleted)."""
+        return self._send(_Calls.lift_fingerprints(user_id))
 
     def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2
@@ -373,9 +457,27 @@ class Client:
         *,
         status: MemoryStatus | Literal["all"] = "active",
         limit: int = 100,
-        offset: int = 0,
-    ) -> list[MemoryPublic]:
-        return self._send(_Calls.list_memories(user_id, status, limit, offset))
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """A page of the user's memories, newest first; pass its `next_cursor` as
+        `cursor` for the next one (`iter_memories` follows them for you)."""
+        return self._send(_Calls.list_memories(user_id, status, limit, cursor))
+
+    def iter_memories(
+        self,
+        user_id: str,
+        *,
+        status: MemoryStatus | Literal["all"] = "active",
+        page_size: int = 100,
+    ) -> Iterator[MemoryPublic]:
+        """Every memory of the user, newest first, a page per request."""
+        cursor: str | None = None
+        while True:
+            page = self.list_memories(user_id, status=status, limit=page_size, cursor=cursor)
+            yield from page.memories
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     @route("POST", _MEMORIES)
     def add_memory(self, user_id: str, memory: MemoryCreate | str, **fields: Any) -> MemoryPublic:
@@ -391,12 +493,33 @@ class Client:
         user_id: str,
         memory_id: str,
         *,
+        content: str | None = None,
+        category: Category | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        expires_at: datetime | None = None,
+        clear_expiry: bool = False,
         tier: Tier | None = None,
         status: Literal["active", "quarantined", "deleted"] | None = None,
         sensitive: bool | None = None,
     ) -> MemoryPublic:
-        patch = MemoryPatch(tier=tier, status=status, sensitive=sensitive)
+        """Correct or curate a memory; None keeps a field (`clear_expiry` clears it)."""
+        fields = dict(
+            content=content,
+            category=category,
+            importance=importance,
+            confidence=confidence,
+            expires_at=expires_at,
+            tier=tier,
+            status=status,
+            sensitive=sensitive,
+        )
+        patch = _patch(fields, clear_expiry)
         return self._send(_Calls.update_memory(user_id, memory_id, patch))
+
+    @route("GET", _MEMORIES + "/{memory_id}/history")
+    def memory_history(self, user_id: str, memory_id: str) -> list[MemoryEvent]:
+        return self._send(_Calls.memory_history(user_id, memory_id))
 
     def pin(self, user_id: str, memory_id: str) -> MemoryPublic:
         return self.update_memory(user_id, memory_id, tier="pinned")
@@ -404,6 +527,11 @@ class Client:
     @route("DELETE", _MEMORIES + "/{memory_id}")
     def forget(self, user_id: str, memory_id: str) -> None:
         self._send(_Calls.forget(user_id, memory_id))
+
+    @route("DELETE", _MEMORIES + "/{memory_id}")
+    def purge(self, user_id: str, memory_id: str) -> None:
+        """Delete the memory for good (DELETE ?purge=true)."""
+        self._send(_Calls.forget(user_id, memory_id, purge=True))
 
     @route("PUT", "/v1/users/{user_id}/soul/{kind}")
     def set_soul_block(self, user_id: str, kind: SoulKind, content: str) -> SoulBlock:
@@ -421,6 +549,31 @@ class Client:
     def procedures(self, user_id: str) -> list[Procedure]:
         return self._send(_Calls.procedures(user_id))
 
+    @route("GET", "/v1/users/{user_id}/export")
+    def export_user(self, user_id: str, *, messages: bool = False) -> str:
+        """The user's data as JSON lines (for `import_user` of another deployment)."""
+        return self._send(_Calls.export_user(user_id, messages))
+
+    @route("POST", "/v1/users/{user_id}/import")
+    def import_user(self, user_id: str, data: str | bytes, *, merge: bool = False) -> ImportedOut:
+        """Import an export as this user; Conflict when the store holds some of its ids
+        and not `merge`."""
+        return self._send(_Calls.import_user(user_id, data, merge))
+
+    @route("DELETE", "/v1/users/{user_id}/conversations/{conversation_id}")
+    def delete_conversation(self, user_id: str, conversation_id: str) -> ConversationDeletedOut:
+        """Delete a conversation and what was learned only from it."""
+        return self._send(_Calls.delete_conversation(user_id, conversation_id))
+
+    @route("DELETE", "/v1/users/{user_id}/soul/{kind}")
+    def delete_soul_block(self, user_id: str, kind: SoulKind) -> None:
+        self._send(_Calls.delete_soul_block(user_id, kind))
+
+    @route("DELETE", "/v1/users/{user_id}/procedures/{procedure}")
+    def delete_procedure(self, user_id: str, procedure: str) -> None:
+        """Delete a procedure named by its id or its name."""
+        self._send(_Calls.delete_procedure(user_id, procedure))
+
     @route("GET", "/metrics")
     def metrics(self) -> str:
         """The Prometheus exposition text of the server."""
@@ -434,6 +587,11 @@ class Client:
     def ready(self) -> dict[str, Any]:
         """The readiness checks; raises Unavailable when still not ready after retries."""
         return self._send(_Calls.ready())
+
+    @route("GET", "/v1/status")
+    def status(self) -> FleetStatus:
+        """Workers answering per queue and the queues' depths: ok or degraded."""
+        return self._send(_Calls.status())
 
 
 def _settled(status: Mapping[str, str]) -> bool:
@@ -474,7 +632,11 @@ class AsyncClient:
         for attempt in range(self.settings.retries + 1):
             try:
                 response = await self._http.request(
-                    call.method, call.path, json=call.json, params=call.params or None
+                    call.method,
+                    call.path,
+                    json=call.json,
+                    content=call.content,
+                    params=call.params or None,
                 )
             except httpx.TransportError as exc:
                 raise _connection_failed(self.settings, exc) from exc
@@ -502,6 +664,10 @@ class AsyncClient:
     @route("DELETE", "/v1/users/{user_id}")
     async def erase_user(self, user_id: str) -> ErasedOut:
         return await self._send(_Calls.erase_user(user_id))
+
+    @route("DELETE", "/v1/users/{user_id}/fingerprints")
+    async def lift_fingerprints(self, user_id: str) -> LiftedOut:
+        return await self._send(_Calls.lift_fingerprints(user_id))
 
     async def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2
@@ -537,9 +703,25 @@ class AsyncClient:
         *,
         status: MemoryStatus | Literal["all"] = "active",
         limit: int = 100,
-        offset: int = 0,
-    ) -> list[MemoryPublic]:
-        return await self._send(_Calls.list_memories(user_id, status, limit, offset))
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        return await self._send(_Calls.list_memories(user_id, status, limit, cursor))
+
+    async def iter_memories(
+        self,
+        user_id: str,
+        *,
+        status: MemoryStatus | Literal["all"] = "active",
+        page_size: int = 100,
+    ) -> AsyncIterator[MemoryPublic]:
+        cursor: str | None = None
+        while True:
+            page = await self.list_memories(user_id, status=status, limit=page_size, cursor=cursor)
+            for memory in page.memories:
+                yield memory
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     @route("POST", _MEMORIES)
     async def add_memory(
@@ -557,12 +739,33 @@ class AsyncClient:
         user_id: str,
         memory_id: str,
         *,
+        content: str | None = None,
+        category: Category | None = None,
+        importance: float | None = None,
+        confidence: float | None = None,
+        expires_at: datetime | None = None,
+        clear_expiry: bool = False,
         tier: Tier | None = None,
         status: Literal["active", "quarantined", "deleted"] | None = None,
         sensitive: bool | None = None,
     ) -> MemoryPublic:
-        patch = MemoryPatch(tier=tier, status=status, sensitive=sensitive)
+        """Correct or curate a memory; None keeps a field (`clear_expiry` clears it)."""
+        fields = dict(
+            content=content,
+            category=category,
+            importance=importance,
+            confidence=confidence,
+            expires_at=expires_at,
+            tier=tier,
+            status=status,
+            sensitive=sensitive,
+        )
+        patch = _patch(fields, clear_expiry)
         return await self._send(_Calls.update_memory(user_id, memory_id, patch))
+
+    @route("GET", _MEMORIES + "/{memory_id}/history")
+    async def memory_history(self, user_id: str, memory_id: str) -> list[MemoryEvent]:
+        return await self._send(_Calls.memory_history(user_id, memory_id))
 
     async def pin(self, user_id: str, memory_id: str) -> MemoryPublic:
         return await self.update_memory(user_id, memory_id, tier="pinned")
@@ -570,6 +773,11 @@ class AsyncClient:
     @route("DELETE", _MEMORIES + "/{memory_id}")
     async def forget(self, user_id: str, memory_id: str) -> None:
         await self._send(_Calls.forget(user_id, memory_id))
+
+    @route("DELETE", _MEMORIES + "/{memory_id}")
+    async def purge(self, user_id: str, memory_id: str) -> None:
+        """Delete the memory for good (DELETE ?purge=true)."""
+        await self._send(_Calls.forget(user_id, memory_id, purge=True))
 
     @route("PUT", "/v1/users/{user_id}/soul/{kind}")
     async def set_soul_block(self, user_id: str, kind: SoulKind, content: str) -> SoulBlock:
@@ -587,6 +795,35 @@ class AsyncClient:
     async def procedures(self, user_id: str) -> list[Procedure]:
         return await self._send(_Calls.procedures(user_id))
 
+    @route("GET", "/v1/users/{user_id}/export")
+    async def export_user(self, user_id: str, *, messages: bool = False) -> str:
+        """The user's data as JSON lines (for `import_user` of another deployment)."""
+        return await self._send(_Calls.export_user(user_id, messages))
+
+    @route("POST", "/v1/users/{user_id}/import")
+    async def import_user(
+        self, user_id: str, data: str | bytes, *, merge: bool = False
+    ) -> ImportedOut:
+        """Import an export as this user; Conflict when the store holds some of its ids
+        and not `merge`."""
+        return await self._send(_Calls.import_user(user_id, data, merge))
+
+    @route("DELETE", "/v1/users/{user_id}/conversations/{conversation_id}")
+    async def delete_conversation(
+        self, user_id: str, conversation_id: str
+    ) -> ConversationDeletedOut:
+        """Delete a conversation and what was learned only from it."""
+        return await self._send(_Calls.delete_conversation(user_id, conversation_id))
+
+    @route("DELETE", "/v1/users/{user_id}/soul/{kind}")
+    async def delete_soul_block(self, user_id: str, kind: SoulKind) -> None:
+        await self._send(_Calls.delete_soul_block(user_id, kind))
+
+    @route("DELETE", "/v1/users/{user_id}/procedures/{procedure}")
+    async def delete_procedure(self, user_id: str, procedure: str) -> None:
+        """Delete a procedure named by its id or its name."""
+        await self._send(_Calls.delete_procedure(user_id, procedure))
+
     @route("GET", "/metrics")
     async def metrics(self) -> str:
         return await self._send(_Calls.metrics())
@@ -598,3 +835,7 @@ class AsyncClient:
     @route("GET", "/readyz")
     async def ready(self) -> dict[str, Any]:
         return await self._send(_Calls.ready())
+
+    @route("GET", "/v1/status")
+    async def status(self) -> FleetStatus:
+        return await self._send(_Calls.status())

@@ -8,6 +8,9 @@ are shown with the score the assembler gave them, and the context for a sample q
 
 from __future__ import annotations
 
+import shlex
+import shutil
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,10 +93,32 @@ def run_demo(
             _show_user(lane, user, query=query, budget=budget, console=console)
     console.rule()
     console.print(f"done in {time.monotonic() - started:.1f} s. Explore the same store:")
-    console.print(f"  export MEMLANE_DATABASE_URL=sqlite:///{db}")
-    console.print(f"  memlane memories list --user {users[0]}")
-    console.print(f'  memlane assemble --user {users[0]} --query "{query}" --format json')
+    memlane = memlane_command()
+    user = shlex.quote(users[0])
+    for line in (
+        f"export MEMLANE_DATABASE_URL={shlex.quote(f'sqlite:///{db}')}",
+        f"{memlane} memories list --user {user}",
+        f"{memlane} assemble --user {user} --query {shlex.quote(query)} --format json",
+    ):
+        # soft_wrap: a command cut in two at the terminal's width no longer pastes.
+        console.print(f"  {line}", soft_wrap=True)
     return 0
+
+
+def memlane_command() -> str:
+    """How to run memlane from a shell as this process was run: `memlane` when that is
+    the one on PATH, else the console script beside this Python (scripts/demo.sh runs it
+    from .venv/bin, which is not on PATH until activated), else `python -m memlane`."""
+    script = Path(sys.executable).parent / "memlane"
+    found = shutil.which("memlane")
+    if found is not None and script.exists() and Path(found).resolve() == script.resolve():
+        return "memlane"
+    if script.exists():
+        try:
+            return shlex.quote(str(script.relative_to(Path.cwd())))
+        except ValueError:
+            return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m memlane"
 
 
 def _show_user(lane: Memlane, user: str, *, query: str, budget: int, console: Console) -> None:

@@ -10,6 +10,7 @@ prompt = context.text + "\n\n" + user_message
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -20,15 +21,20 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from memlane.background import AccessRecorder, PackWriter
-from memlane.config.settings import Settings, load_settings
+from memlane.config.settings import Settings, SettingsError, load_settings
+from memlane.facade_memories import MemoryCuration
+from memlane.facade_transfer import UserTransfer
+from memlane.fleet_status import StatusCache, fleet_status
 from memlane.input_checks import check_text, checked
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import (
     EnqueueResult,
+    FleetStatus,
     JobPublic,
     MemoryCreate,
-    MemoryPublic,
+    MemoryPage,
+    Remembered,
     SearchHit,
     SearchRequest,
     TranscriptIn,
@@ -36,9 +42,10 @@ from memlane.models.schemas import (
 from memlane.models.store import (
     assembly_reads,
     context_items,
+    conversation_delete,
     conversations,
     jobs,
-    memories,
+    pack_texts,
     users,
 )
 from memlane.models.store import reembed as reembed_store
@@ -51,7 +58,7 @@ from memlane.pipeline.budget import (
     strategy_top_k,
     validate_budget,
 )
-from memlane.pipeline.cadence import due_windows
+from memlane.pipeline.cadence import due_windows, why_no_window
 from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import (
     BrokerUnavailableError,
@@ -127,7 +134,7 @@ def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> Tr
         problems = []
         for error in exc.errors()[:5]:
             where = ".".join(str(part) for part in error["loc"]) or "transcript"
-            problems.append(f"{where}: {error['msg']}")
+            problems.append(f"{where}: {str(error['msg']).removeprefix('Value error, ')}")
         more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
         raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
 
@@ -144,11 +151,20 @@ def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
     return f"transcript {index} of the batch: {exc}; nothing of the batch was written"
 
 
-class Memlane:
-    """memlane for one process: enqueue transcripts, assemble contexts, manage memories."""
+class Memlane(MemoryCuration, UserTransfer):
+    """memlane for one process: enqueue transcripts, assemble contexts, manage memories
+    (memlane/facade_memories.py). `actor` names who makes the changes it records in
+    memories' histories (`python` unless told; the CLI's lane is `cli`)."""
 
-    def __init__(self, settings: Settings, *, dispatcher: Dispatcher | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        dispatcher: Dispatcher | None = None,
+        actor: str = "python",
+    ) -> None:
         self.settings = settings
+        self.actor = actor
         self.url = settings.resolved_database_url
         self._started = utcnow()
         self._dispatcher = dispatcher
@@ -157,11 +173,24 @@ class Memlane:
         self._packs: PackWriter | None = None
         self._accesses: AccessRecorder | None = None
         self._working: WorkingSet | None = None
+        # Held while a member built on first use (the dispatcher, embedder, working set,
+        # pack writer, access recorder) is built: two threads arriving together would
+        # otherwise each build one, and what went to the one dropped (a pack, an access
+        # record, a loaded view) would be lost. Reentrant: building one may need another.
+        self._building = threading.RLock()
+        self._status = StatusCache(lambda: fleet_status(settings))
         self._check_schema()
 
     @classmethod
     def from_settings(cls, **overrides: Any) -> Memlane:
-        return cls(load_settings(**overrides))
+        """Settings from the environment; a bad one is a ConfigurationError naming it (the
+        front door's error for it: config raises a plain SettingsError, importing nothing
+        of the project)."""
+        try:
+            settings = load_settings(**overrides)
+        except SettingsError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        return cls(settings)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -178,16 +207,20 @@ class Memlane:
 
     @property
     def dispatcher(self) -> Dispatcher:
-        if self._dispatcher is None:
-            self._dispatcher = dispatcher_for(self.settings)
-            if isinstance(self._dispatcher, InProcessDispatcher):
-                # No beat runs for an embedded worker: jobs an earlier process left
-                # queued (or running when it died) would wait forever. Resume them, but
-                # not those this facade queued itself (they are handed over already).
-                resumed = sweeper.sweep(self.settings, queued_before=self._started)
-                self._dispatcher.extract(resumed.extract)
-                self._dispatcher.store(resumed.store)
-        return self._dispatcher
+        if self._dispatcher is not None:
+            return self._dispatcher
+        with self._building:
+            if self._dispatcher is None:
+                dispatcher = dispatcher_for(self.settings)
+                if isinstance(dispatcher, InProcessDispatcher):
+                    # No beat runs for an embedded worker: jobs an earlier process left
+                    # queued (or running when it died) would wait forever. Resume them,
+                    # but not those this facade queued itself (they are handed over).
+                    resumed = sweeper.sweep(self.settings, queued_before=self._started)
+                    dispatcher.extract(resumed.extract)
+                    dispatcher.store(resumed.store)
+                self._dispatcher = dispatcher
+            return self._dispatcher
 
     @property
     def lexical_weight(self) -> float:
@@ -197,9 +230,12 @@ class Memlane:
 
     @property
     def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = get_embedder(self.settings)
-        return self._embedder
+        if self._embedder is not None:
+            return self._embedder
+        with self._building:
+            if self._embedder is None:
+                self._embedder = get_embedder(self.settings)
+            return self._embedder
 
     def close(self) -> None:
         if self._accesses is not None:
@@ -254,8 +290,9 @@ class Memlane:
     ) -> EnqueueResult:
         s = self.settings
         saved = conversations.save_transcript(session, parsed, now=now)
+        assistant_seqs = saved.assistant_seqs
         windows = due_windows(
-            assistant_seqs=conversations.assistant_seqs(session, saved.conversation_id),
+            assistant_seqs=assistant_seqs,
             message_count=saved.message_count,
             extracted_to_seq=saved.extracted_to_seq,
             every=s.extract_every,
@@ -275,6 +312,13 @@ class Memlane:
             skipped_messages=saved.skipped,
             job_ids=job_ids,
             ignored_fields=parsed.ignored_fields,
+            no_job_reason=None
+            if job_ids
+            else why_no_window(
+                assistant_count=len(assistant_seqs), every=s.extract_every, final=saved.final
+            )
+            if not windows
+            else "its extractions were queued already",
         )
 
     def wait(
@@ -324,7 +368,7 @@ class Memlane:
             raise ValueError(
                 f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
             )
-        check_text(user_id, "user_id")  # by hand: the hot path skips the decorator's binding
+        user_id = check_text(user_id, "user_id")  # by hand: the hot path skips the binding
         if query:
             check_text(query, "query")
         s = self.settings
@@ -451,7 +495,7 @@ class Memlane:
                 request.budget_tokens, 1.0, s.lexical_top_k, request.style
             ),
             include_sensitive=request.include_sensitive,
-            approximate=wants_hnsw(s.vector_index, self.embedder.name),
+            approximate=wants_hnsw(s.vector_index, self.embedder.capabilities),
         )
         candidates, items = assembly_reads.read_for_assembly(
             self.url,
@@ -485,9 +529,12 @@ class Memlane:
         return self._working_set().warm(user_id, model=embedder.name, dim=embedder.dim)
 
     def _working_set(self) -> WorkingSet:
-        if self._working is None:
-            self._working = WorkingSet(self.url, budget_mb=self.settings.working_set_mb)
-        return self._working
+        if self._working is not None:
+            return self._working
+        with self._building:
+            if self._working is None:
+                self._working = WorkingSet(self.url, budget_mb=self.settings.working_set_mb)
+            return self._working
 
     def _query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
         """The query embedded by another embedder, named as its vectors are stored: for
@@ -508,14 +555,20 @@ class Memlane:
         return embed
 
     def _pack_writer(self) -> PackWriter:
-        if self._packs is None:
-            self._packs = PackWriter(self.url)
-        return self._packs
+        if self._packs is not None:
+            return self._packs
+        with self._building:
+            if self._packs is None:
+                self._packs = PackWriter(self.url)
+            return self._packs
 
     def _access_recorder(self) -> AccessRecorder:
-        if self._accesses is None:
-            self._accesses = AccessRecorder(self.dispatcher.record_access)
-        return self._accesses
+        if self._accesses is not None:
+            return self._accesses
+        with self._building:
+            if self._accesses is None:
+                self._accesses = AccessRecorder(self.dispatcher.record_access)
+            return self._accesses
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait for background writes (packs, access records: published, and run when
@@ -565,98 +618,29 @@ class Memlane:
             raise InvalidInputError(f"{where}: {first['msg']}") from None
         return search(self, request, now=now or utcnow())
 
-    @checked("user_id")
-    def add_memory(self, user_id: str, memory: MemoryCreate | Mapping[str, Any]) -> MemoryPublic:
-        created = (
-            memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
-        )
-        vector = self.embedder.embed([created.content])[0]
-        with unit_of_work(self.url) as session:
-            return memories.add(
-                session,
-                user_id=user_id,
-                memory=created,
-                keywords=keywords(created.content),
-                embedding=vector,
-                embedding_model=self.embedder.name,
-                now=utcnow(),
-            )
-
-    @checked("user_id", "memory_id")
-    def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
-        with unit_of_work(self.url) as session:
-            return memories.to_public(memories.get(session, user_id, memory_id))
-
-    @checked("user_id")
-    def list_memories(
+    @checked("user_id", "cursor")
+    def memories_page(
         self,
         user_id: str,
         *,
         status: MemoryStatus | None = "active",
         limit: int = 100,
-        offset: int = 0,
-    ) -> list[MemoryPublic]:
-        with unit_of_work(self.url) as session:
-            return memories.list_for_user(
-                session, user_id, status=status, limit=limit, offset=offset
-            )
+        cursor: str | None = None,
+    ) -> MemoryPage:
+        """A page of the user's memories, newest first; `next_cursor` (None on the last
+        page) asks for the next. Exact however the store changes between pages."""
+        from memlane.memory_calls import memories_page
 
-    @checked("user_id", "memory_id")
-    def set_tier(self, user_id: str, memory_id: str, tier: Tier) -> MemoryPublic:
-        with unit_of_work(self.url) as session:
-            return memories.set_tier(session, user_id, memory_id, tier)
+        return memories_page(self, user_id, status=status, limit=limit, cursor=cursor)
 
-    def pin(self, user_id: str, memory_id: str) -> MemoryPublic:
-        return self.set_tier(user_id, memory_id, "pinned")
+    @checked("user_id")
+    def remember(self, user_id: str, memory: MemoryCreate | Mapping[str, Any] | str) -> Remembered:
+        """Store one fact now, as `add_memory` does: `known` when an active memory
+        already says it (confirmed: seen once more), ConflictError when the user asked
+        to forget it (memlane.memory_calls)."""
+        from memlane.memory_calls import remember
 
-    def verify(self, user_id: str, memory_id: str) -> MemoryPublic:
-        return self.set_tier(user_id, memory_id, "verified")
-
-    @checked("user_id", "memory_id")
-    def quarantine(self, user_id: str, memory_id: str) -> MemoryPublic:
-        with unit_of_work(self.url) as session:
-            return memories.set_status(session, user_id, memory_id, "quarantined")
-
-    @checked("user_id", "memory_id")
-    def forget(self, user_id: str, memory_id: str) -> MemoryPublic:
-        """Marks the memory deleted: it never reaches a context again, and a conversation
-        that states it again does not bring it back (pipeline.dedup rule 0). Reversible
-        (status active) until purged."""
-        with unit_of_work(self.url) as session:
-            return memories.set_status(session, user_id, memory_id, "deleted")
-
-    @checked("user_id", "memory_id")
-    def purge(self, user_id: str, memory_id: str) -> str:
-        """Delete the memory for good (memories.purge); its id. Forgetting is reversible
-        until then."""
-        with unit_of_work(self.url) as session:
-            return memories.purge(session, user_id, memory_id)
-
-    @checked("user_id", "memory_id")
-    def mark_sensitive(self, user_id: str, memory_id: str, sensitive: bool = True) -> MemoryPublic:
-        with unit_of_work(self.url) as session:
-            return memories.set_sensitive(session, user_id, memory_id, sensitive)
-
-    @checked("user_id", "memory_id")
-    def update_memory(
-        self,
-        user_id: str,
-        memory_id: str,
-        *,
-        tier: Tier | None = None,
-        status: MemoryStatus | None = None,
-        sensitive: bool | None = None,
-    ) -> MemoryPublic:
-        """Change any of tier, status and sensitivity in one transaction; None keeps a field."""
-        with unit_of_work(self.url) as session:
-            public = memories.to_public(memories.get(session, user_id, memory_id))
-            if tier is not None:
-                public = memories.set_tier(session, user_id, memory_id, tier)
-            if status is not None:
-                public = memories.set_status(session, user_id, memory_id, status)
-            if sensitive is not None:
-                public = memories.set_sensitive(session, user_id, memory_id, sensitive)
-            return public
+        return remember(self, user_id, memory)
 
     @checked("user_id")
     def erase_user(self, user_id: str) -> dict[str, int]:
@@ -670,6 +654,23 @@ class Memlane:
         if self._working is not None:
             self._working.forget(user_id)
         log.info("erased user %s: %s", user_id, counts)
+        return counts
+
+    @checked("user_id", "conversation_id")
+    def delete_conversation(
+        self, user_id: str, conversation_id: str, *, actor: str | None = None
+    ) -> dict[str, int]:
+        """Delete one of the user's conversations ("delete this chat"): its messages,
+        jobs and episodes, and the memories learned only from it; a memory that other
+        conversations (or the user) also stated stays, without this one's evidence, and
+        one superseded by a deleted memory is active again
+        (models/store/conversation_delete.py). Irreversible. What was done, counted."""
+        self.flush()  # this process's packs in hand are written, so they can be deleted
+        with unit_of_work(self.url) as session:
+            counts = conversation_delete.delete_conversation(
+                session, user_id, conversation_id, actor=self._actor(actor), now=utcnow()
+            )
+        log.info("deleted conversation %s of user %s: %s", conversation_id, user_id, counts)
         return counts
 
     # ------------------------------------------------------------------ soul, procedures
@@ -705,6 +706,19 @@ class Memlane:
     def procedures(self, user_id: str) -> list[Procedure]:
         with unit_of_work(self.url) as session:
             return context_items.procedures(session, user_id)
+
+    @checked("user_id")
+    def delete_soul_block(self, user_id: str, kind: SoulKind) -> None:
+        """Delete the user's soul block of that kind (NotFoundError if none); every
+        working set drops it at its next assembly for the user."""
+        with unit_of_work(self.url) as session:
+            context_items.delete_soul_block(session, user_id=user_id, kind=kind)
+
+    @checked("user_id", "procedure")
+    def delete_procedure(self, user_id: str, procedure: str) -> str:
+        """Delete the user's procedure named by its id or its name; its id."""
+        with unit_of_work(self.url) as session:
+            return context_items.delete_procedure(session, user_id=user_id, procedure_id=procedure)
 
     # ------------------------------------------------------------------ re-embedding
 
@@ -770,6 +784,11 @@ class Memlane:
         self._publish("store", result.store)
         return result
 
+    def status(self) -> FleetStatus:
+        """Whether workers answer for each queue, and the queues' depths: `ok` or
+        `degraded` (memlane.fleet_status); checked at most every few seconds."""
+        return self._status.get()
+
     def _publish(self, stage: str, job_ids: Sequence[str]) -> None:
         """Hand job ids to the fleet; a broker that cannot take them is a
         BrokerUnavailableError saying the jobs stay queued for the sweep."""
@@ -788,6 +807,13 @@ class Memlane:
             ) from exc
 
     @checked("pack_id")
-    def pack(self, pack_id: str) -> dict[str, Any]:
+    def pack(self, pack_id: str, *, with_texts: bool = False) -> dict[str, Any]:
+        """A stored context pack. `with_texts`: each item also gets `text`, its text as
+        stored now (None once purged or erased; the pack itself keeps no contents)."""
         with unit_of_work(self.url) as session:
-            return context_items.get_pack(session, pack_id)
+            pack = context_items.get_pack(session, pack_id)
+            if with_texts:
+                items = pack.get("items", [])
+                texts = pack_texts.item_texts(session, pack["user_id"], items)
+                pack["items"] = [{**item, "text": texts.get(item["id"])} for item in items]
+            return pack

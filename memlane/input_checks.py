@@ -10,27 +10,36 @@ import inspect
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from memlane.models.schemas import storable_text, user_id_rule
+from pydantic import TypeAdapter, ValidationError
+
+from memlane.models.schemas import UserIdIn, storable_text
 from memlane.pipeline.errors import InvalidInputError
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
+_USER_ID: TypeAdapter[str] = TypeAdapter(UserIdIn)
+
+
 def check_text(value: str, name: str) -> str:
-    """`value` if it can be stored; InvalidInputError naming `name` otherwise."""
+    """`value` if it can be stored; InvalidInputError naming `name` otherwise. A user id
+    is read by the wire schemas' rule (UserIdIn): stripped, 1 to 200 characters, no
+    '/', so `" u1 "` is user `u1` at every door."""
     try:
-        storable_text(value)
         if name == "user_id":
-            user_id_rule(value)
+            return _USER_ID.validate_python(value)
+        return storable_text(value)
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise InvalidInputError(f"{name}: {message}") from None
     except ValueError as exc:
         raise InvalidInputError(f"{name}: {exc}") from None
-    return value
 
 
 def checked(*names: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """A method whose arguments `names` (strings, or None) are checked by `check_text`
-    before it runs."""
+    before it runs, and handed to it as `check_text` reads them (a user id stripped)."""
 
     def decorate(method: Callable[P, R]) -> Callable[P, R]:
         signature = inspect.signature(method)
@@ -44,8 +53,8 @@ def checked(*names: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
             for name in names:
                 value: Any = bound.arguments.get(name)
                 if isinstance(value, str):
-                    check_text(value, name)
-            return method(*args, **kwargs)
+                    bound.arguments[name] = check_text(value, name)
+            return method(*bound.args, **bound.kwargs)
 
         return wrapper
 

@@ -48,7 +48,7 @@ def search(lane: Memlane, request: SearchRequest, *, now: datetime) -> list[Sear
         strategy_top_k=max(s.strategy_top_k, request.limit) * widen,
         lexical_top_k=max(s.lexical_top_k, request.limit) * widen,
         include_sensitive=request.include_sensitive,
-        approximate=wants_hnsw(s.vector_index, lane.embedder.name),
+        approximate=wants_hnsw(s.vector_index, lane.embedder.capabilities),
     )
     candidates, _ = assembly_reads.read_for_assembly(
         lane.url, request.user_id, wanted, episode_limit=0

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Makes sure PostgreSQL (with the pgvector extension) and Redis are up on this machine.
+# Makes sure PostgreSQL (with the pgvector extension) and Redis are up on this machine, and
+# that Debian's chromium is installed (tests/integration/test_api_docs.py).
 # Idempotent: each step checks before it acts. Fails loudly, naming what is missing.
 set -euo pipefail
 
@@ -80,4 +81,11 @@ if ! redis_up; then
   for _ in $(seq 1 20); do redis_up && break; sleep 0.5; done
   redis_up || die "Redis did not answer on 127.0.0.1:6379"
 fi
-say "PostgreSQL ${PGVER} with pgvector and Redis are up"
+# --- Chromium (the API page's test renders /docs headless) ------------------
+if ! command -v chromium >/dev/null 2>&1; then
+  say "Chromium is not installed; installing Debian's chromium"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium >/dev/null || die "could not install chromium"
+fi
+
+say "PostgreSQL ${PGVER} with pgvector and Redis are up; chromium is installed"

@@ -19,9 +19,11 @@ NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """No test reads the developer's .env or MEMLANE_* variables by accident."""
+    """No test reads the developer's .env or MEMLANE_* variables by accident. The test
+    and benchmark variables stay (they are no settings): they name this checkout's scratch
+    databases, which a benchmark started by a test must use too, not another's."""
     for key in list(os.environ):
-        if key.startswith("MEMLANE_"):
+        if key.startswith("MEMLANE_") and not key.startswith(("MEMLANE_TEST_", "MEMLANE_BENCH_")):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
     from memlane.config.settings import get_settings

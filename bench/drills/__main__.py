@@ -1,7 +1,9 @@
 """Run the fault drills, one after another: `python -m bench.drills [name ...]`.
 
-Names: bad_input, kill_worker, redis_restart, flaky_llm, tenant_isolation (default: all,
-about 10 minutes on a 2-core machine). Exit 0 when every drill passed.
+Names: bad_input, kill_worker, redis_restart, flaky_llm, tenant_isolation,
+sustained_load, slow_consumer (the default: all of these, about 20 minutes on a 2-core
+machine) and pg_restart, run only when named: it restarts the PostgreSQL server, which
+every other user of that server notices. Exit 0 when every drill passed.
 """
 
 from __future__ import annotations
@@ -9,11 +11,20 @@ from __future__ import annotations
 import importlib
 import sys
 
-DRILLS = ("bad_input", "kill_worker", "redis_restart", "flaky_llm", "tenant_isolation")
+DEFAULT = (
+    "bad_input",
+    "kill_worker",
+    "redis_restart",
+    "flaky_llm",
+    "tenant_isolation",
+    "sustained_load",
+    "slow_consumer",
+)
+DRILLS = (*DEFAULT, "pg_restart")
 
 
 def main(argv: list[str]) -> int:
-    names = argv or list(DRILLS)
+    names = argv or list(DEFAULT)
     unknown = sorted(set(names) - set(DRILLS))
     if unknown:
         print(f"unknown drill(s) {', '.join(unknown)}; choose from {', '.join(DRILLS)}")

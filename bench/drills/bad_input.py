@@ -1,8 +1,9 @@
 """Drill: malformed transcripts are refused with a clear error by both front doors, and
 nothing is written.
 
-The corpus is tests/data/bad_transcripts/ (one file per fault) plus three files made at
-run time (a 10 MB message, a message one character over the limit, 5,001 messages).
+The corpus is tests/data/bad_transcripts/ (one file per fault) plus four files made at
+run time (a 10 MB message, a message one character over the limit, 5,001 messages, JSON
+nested 100,000 levels deep).
 Each goes to `memlane enqueue FILE` (expect exit 2 and an `error:` line naming the
 fault) and to POST /v1/transcripts (expect 422, or 413 for the sizes, in the API's error
 shape naming the fault). Afterwards the database holds no conversation, message, job,
@@ -47,9 +48,9 @@ def _same(status: int, fragment: str) -> Case:
 CASES: dict[str, Case] = {
     "01_invalid_json.json": _same(422, "json"),
     "02_trailing_garbage.json": _same(422, "json"),
-    "03_not_an_object.json": Case(422, "expected a transcript object", "valid dictionary"),
-    "04_null.json": Case(422, "expected a transcript object", "valid dictionary"),
-    "05_empty_list.json": Case(422, "list of transcripts is empty", "valid dictionary"),
+    "03_not_an_object.json": Case(422, "expected a transcript object", "must be a JSON object"),
+    "04_null.json": Case(422, "expected a transcript object", "must be a JSON object"),
+    "05_empty_list.json": Case(422, "list of transcripts is empty", "one transcript per request"),
     "06_missing_user_id.json": _same(422, "user_id"),
     "07_missing_conversation_id.json": _same(422, "conversation_id"),
     "08_missing_messages.json": _same(422, "messages: field required"),
@@ -83,10 +84,17 @@ CASES: dict[str, Case] = {
     "35_format_mismatch.json": _same(422, "messages.1 has an anthropic shape"),
     "36_unknown_format.json": _same(422, "format"),
     "37_empty_parts.json": _same(422, "content is empty"),
+    # texts one backend could not store, ids that cannot be a path segment
+    "38_nul_in_user_id.json": _same(422, "user_id: contains a NUL"),
+    "39_lone_surrogate_in_content.json": _same(422, "messages.0.content: contains a lone"),
+    "40_lone_surrogate_in_user_id.json": _same(422, "user_id: contains a lone surrogate"),
+    "41_slash_in_user_id.json": _same(422, "user_id: contains '/'"),
+    "42_nul_in_conversation_id.json": _same(422, "conversation_id: contains a NUL"),
     # made at run time (too big to commit)
     "90_ten_megabyte_message.json": Case(413, "10,000,000 characters", "over the limit"),
     "91_message_one_over_the_limit.json": Case(413, "the limit is 100,000", "too long"),
     "92_too_many_messages.json": _same(422, "messages: list should have at most"),
+    "93_nested_too_deeply.json": _same(422, "nested"),
 }
 
 
@@ -111,7 +119,9 @@ def generated_files(folder: Path) -> list[Path]:
         path = folder / name
         path.write_text(transcript(messages))
         paths.append(path)
-    return paths
+    deep = folder / "93_nested_too_deeply.json"  # 100,000 levels: past any parser's stack
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    return [*paths, deep]
 
 
 def corpus(folder: Path) -> list[Path]:

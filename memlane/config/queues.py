@@ -6,7 +6,7 @@ from enum import StrEnum
 
 
 class Queue(StrEnum):
-    INGEST = "ingest"  # cheap bookkeeping: record_access, saving packs, the sweep
+    INGEST = "ingest"  # cheap bookkeeping: record_access, the sweep
     EXTRACT = "extract"  # LLM-bound: run on a thread pool with high concurrency
     STORE = "store"  # dedup + insert under a per-user lock
 
@@ -15,7 +15,6 @@ TASK_ROUTES: dict[str, dict[str, str]] = {
     "memlane.extract": {"queue": Queue.EXTRACT.value},
     "memlane.store": {"queue": Queue.STORE.value},
     "memlane.record_access": {"queue": Queue.INGEST.value},
-    "memlane.save_pack": {"queue": Queue.INGEST.value},
     "memlane.sweep": {"queue": Queue.INGEST.value},
     "memlane.reembed_user": {"queue": Queue.STORE.value},
 }

@@ -96,6 +96,14 @@ class Settings(BaseSettings):
     stuck_after_s: float = Field(600.0, gt=0, description="job age before the sweep re-enqueues")
     sweep_every_s: float = Field(60.0, gt=0)
 
+    # --- retention (enforced by the sweep); None keeps for ever
+    message_retention_days: float | None = Field(
+        None, gt=0, description="days a message's text is kept (the sweep purges it after)"
+    )
+    pack_retention_days: float | None = Field(
+        None, gt=0, description="days a context pack (its query and items) is kept"
+    )
+
     # --- dedup
     dedup_threshold: float = Field(0.60, gt=0.0, le=1.0)
     dedup_min_keywords: int = Field(3, ge=1)
@@ -162,6 +170,9 @@ class Settings(BaseSettings):
     # --- front doors
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = Field(5_000_000, ge=1024)
+    mcp_user: str | None = Field(
+        None, description="the user whose memories `memlane mcp` serves (or --user)"
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     @field_validator("log_level", mode="before")
@@ -232,11 +243,20 @@ class Settings(BaseSettings):
         return self.broker_url is None
 
 
+class SettingsError(ValueError):
+    """Settings that do not validate; the message names each variable and what is wrong.
+
+    A ValueError, not one of `memlane.pipeline.errors`: config imports nothing of the
+    project (tests/unit/test_layers.py). The CLI treats it as a usage error like any
+    ValueError; the API loads its settings before it serves.
+    """
+
+    code = "configuration_error"
+
+
 def load_settings(**overrides: object) -> Settings:
     """Build settings, turning a validation error into one that names the variable, and
     warning of a `MEMLANE_*` variable that is no setting (a misspelling, most likely)."""
-    from memlane.pipeline.errors import ConfigurationError
-
     for name in unknown_variables(os.environ):
         if name in _warned:
             continue
@@ -251,7 +271,7 @@ def load_settings(**overrides: object) -> Settings:
         for error in exc.errors():
             field = "__".join(str(part) for part in error["loc"])
             problems.append(f"MEMLANE_{field.upper()}: {error['msg']}")
-        raise ConfigurationError("invalid settings: " + "; ".join(problems)) from None
+        raise SettingsError("invalid settings: " + "; ".join(problems)) from None
 
 
 def setting_variables() -> list[str]:

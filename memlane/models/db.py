@@ -100,9 +100,10 @@ def unit_of_work(url: str) -> Iterator[Session]:
 
 def read_unit(url: str, read: Callable[[Session], _T]) -> _T:
     """Run `read` in a transaction on a pooled connection without the pre-ping, which
-    costs a round trip on every checkout (0.5 ms of a 1.3 ms trivial read here). A
-    connection the server dropped (a restart) fails its first statement instead; the
-    pool then drops it and `read`, which must only read, runs once more."""
+    costs a round trip on every checkout (a large share of a trivial read:
+    bench/README.md). A connection the server dropped (a restart) fails its first
+    statement instead; the pool then drops it and `read`, which must only read, runs
+    once more."""
     for attempt in (1, 2):
         session = session_factory(url, pre_ping=False)()
         try:

@@ -5,6 +5,7 @@ Alembic is imported inside the functions: the assembler's start-up should not pa
 
 from __future__ import annotations
 
+from argparse import Namespace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +40,33 @@ def downgrade(url: str, revision: str = "base") -> None:
     from alembic import command
 
     command.downgrade(alembic_config(url), revision)
+
+
+def new_revision(
+    message: str, *, url: str, autogenerate: bool = False, migrations: Path = MIGRATIONS
+) -> Path:
+    """Write the next migration file into `migrations`/versions and return its path.
+
+    Numbered after the head ("0007" after "0006"), as the existing files are. With
+    `autogenerate`, Alembic compares memlane.models.tables with the database at `url`
+    (which must be at the head) and writes the differences it finds; without it, an
+    empty upgrade and downgrade to fill in. Plain `alembic revision` cannot do this:
+    the configuration lives in the package and env.py takes its URL from memlane.
+    """
+    from alembic import command
+    from alembic.script import ScriptDirectory
+
+    config = alembic_config(url)
+    config.set_main_option("script_location", str(migrations))
+    # Alembic's own "Generating … done" would print the path a second time.
+    config.cmd_opts = Namespace(quiet=True)
+    head = ScriptDirectory.from_config(config).get_current_head()
+    number = int(head) + 1 if head is not None and head.isdigit() else 1
+    script = command.revision(
+        config, message=message, autogenerate=autogenerate, rev_id=f"{number:04d}"
+    )
+    assert script is not None and not isinstance(script, list)  # one head, one file
+    return Path(script.path)
 
 
 def current_revision(url: str) -> str | None:

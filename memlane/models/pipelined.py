@@ -23,8 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import OperationalError
 
 _DIALECT = postgresql.psycopg.dialect()  # type: ignore[no-untyped-call]
 _POSTCOMPILE = re.compile(r"__\[POSTCOMPILE_(\w+)\]")
@@ -72,7 +74,18 @@ def run_reads(
     """Run `reads` (each with its per-call parameters) in one round trip and one
     snapshot, on `engine`'s autocommit connections (`memlane.models.db.autocommit_engine`);
     each result is (column names, rows). A pooled connection the server has
-    dropped (a restart) fails its first read; it is replaced and the reads run again."""
+    dropped (a restart) fails its first read; it is replaced and the reads run again.
+    A database that stays away is SQLAlchemy's OperationalError, as the ORM's reads
+    raise it: every door maps it alike (503 database_unavailable, a task's retry)."""
+    try:
+        return _run_reads(engine, reads)
+    except psycopg.OperationalError as exc:
+        raise OperationalError(None, None, exc) from exc
+
+
+def _run_reads(
+    engine: Engine, reads: Sequence[tuple[CompiledRead, Mapping[str, Any]]]
+) -> list[Result]:
     for attempt in (1, 2):
         pooled = engine.raw_connection()
         try:

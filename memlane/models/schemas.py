@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
@@ -63,10 +64,18 @@ def as_utc(value: datetime | None) -> datetime | None:
 
 
 StoredText = Annotated[str, AfterValidator(storable_text)]
+
+
+def _storable_before(value: Any) -> Any:
+    # Before the constraints: stripping whitespace cannot take a lone surrogate, and
+    # would name it "unable to parse raw data as a unicode string".
+    return storable_text(value) if isinstance(value, str) else value
+
+
 Identifier = Annotated[
     str,
     StringConstraints(min_length=1, max_length=200, strip_whitespace=True),
-    AfterValidator(storable_text),
+    BeforeValidator(_storable_before),
 ]
 UserIdIn = Annotated[Identifier, AfterValidator(user_id_rule)]
 UtcTime = Annotated[datetime, AfterValidator(as_utc)]
@@ -219,20 +228,81 @@ class TranscriptIn(Frozen):
 # --------------------------------------------------------------------------- memories
 
 
+MemoryContent = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=2000, strip_whitespace=True),
+    AfterValidator(storable_text),
+]
+
+
 class MemoryCreate(Frozen):
     """A memory added by hand (API, CLI, facade)."""
 
-    content: Annotated[
-        str,
-        StringConstraints(min_length=1, max_length=2000, strip_whitespace=True),
-        AfterValidator(storable_text),
-    ]
+    content: MemoryContent
     category: Category = "fact"
     importance: Score01 = 0.7
     confidence: Score01 = 1.0
     tier: Tier = "candidate"
     sensitive: bool = False
     expires_at: UtcTime | None = None
+
+
+class MemoryEdit(Frozen):
+    """A correction of a memory: each field given replaces the stored one, each left out
+    is kept; `expires_at` given as null clears the expiry. A new content re-keys and
+    re-embeds the memory."""
+
+    content: MemoryContent | None = None
+    category: Category | None = None
+    importance: Score01 | None = None
+    confidence: Score01 | None = None
+    expires_at: UtcTime | None = None
+
+
+class MemoryPatch(MemoryEdit):
+    """PATCH of a memory: a correction (MemoryEdit) and any of tier, status (restore,
+    quarantine, forget) and sensitivity. Fields left out (or null) are not changed."""
+
+    tier: Tier | None = None
+    status: Literal["active", "quarantined", "deleted"] | None = None
+    sensitive: bool | None = None
+
+
+EventKind = Literal[
+    "created",
+    "confirmed",
+    "superseded",
+    "edited",
+    "pinned",
+    "verified",
+    "demoted",
+    "quarantined",
+    "forgotten",
+    "restored",
+    "marked_sensitive",
+    "unmarked_sensitive",
+    "suppressed",
+    "evidence_removed",
+    "purged",
+]
+
+
+class MemoryEvent(Frozen):
+    """One change of a memory. `actor`: `api:<key name>` (or `api` for an unnamed key or
+    none), `cli`, `mcp` (memlane mcp), `worker` (extraction), `python` (the facade called
+    directly), or
+    `unknown` for memories made before history was kept. `detail`: `created` and
+    `confirmed` by a worker name the job, conversation and message seqs; `superseded`
+    names the memory that superseded it; `edited` maps each changed field to its old and
+    new value; `suppressed` is a restatement of the forgotten memory that was not stored;
+    `evidence_removed` names a deleted conversation whose evidence the memory lost."""
+
+    id: int
+    memory_id: str
+    kind: EventKind
+    actor: str
+    at: datetime
+    detail: dict[str, Any]
 
 
 class MemoryPublic(Frozen):
@@ -255,6 +325,23 @@ class MemoryPublic(Frozen):
     source_job_id: str | None = None
 
 
+class MemoryPage(Frozen):
+    """One page of a user's memories, newest first; `next_cursor` asks for the next."""
+
+    memories: list[MemoryPublic]
+    next_cursor: str | None = Field(
+        description="pass it as `cursor` for the next page; null on the last page"
+    )
+
+
+class Remembered(Frozen):
+    """What remembering one fact did: `stored` a new memory, or found it `known` (an
+    active memory already says it: confirmed, as `add_memory` does)."""
+
+    outcome: Literal["stored", "known"]
+    memory: MemoryPublic
+
+
 # --------------------------------------------------------------------------- jobs
 
 
@@ -274,6 +361,8 @@ class JobPublic(Frozen):
     tokens_out: int | None
     cost_usd: float | None
     latency_ms: float | None
+    # extracted memories not stored because the user had forgotten or purged them
+    suppressed: int = 0
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None
@@ -287,6 +376,8 @@ class EnqueueResult(Frozen):
     # Unknown message fields (`field:NAME`) and part types (`part:TYPE`) that were
     # ignored, with how often: worth a look when a count is unexpected.
     ignored_fields: dict[str, int] = Field(default_factory=dict)
+    # Why `job_ids` is empty, when it is (memlane.pipeline.cadence.why_no_window).
+    no_job_reason: str | None = None
 
 
 # --------------------------------------------------------------------------- search
@@ -318,3 +409,25 @@ class SearchHit(Frozen):
     importance: float = Field(description="importance weighed by confidence")
     recency: float
     frequency: float
+
+
+class QueueStatus(Frozen):
+    name: str
+    workers: int | None = Field(
+        description="workers consuming this queue that answered; null when not checked"
+    )
+    depth: int | None = Field(description="messages waiting on the broker; null when unknown")
+
+
+class FleetStatus(Frozen):
+    """Whether the background work is being done: `degraded` when the broker does not
+    answer or a queue has no worker (contexts are still assembled; jobs wait)."""
+
+    status: Literal["ok", "degraded"]
+    mode: Literal["broker", "embedded"] = Field(
+        description="embedded: no broker, jobs run in the process that enqueued them"
+    )
+    broker: str = Field(description='"ok", or why it is not')
+    queues: list[QueueStatus]
+    problems: list[str] = Field(description="what makes the status degraded, one line each")
+    checked_at: datetime = Field(description="when this was checked (answers are cached ~5 s)")

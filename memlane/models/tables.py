@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -108,6 +109,13 @@ class Message(Base):
             "external_id",
             unique=True,
         ),
+        # what retention reads: messages whose text is still kept, by age
+        Index(
+            "ix_messages_kept_created",
+            "created_at",
+            postgresql_where=text("purged_at IS NULL"),
+            sqlite_where=text("purged_at IS NULL"),
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
@@ -118,8 +126,11 @@ class Message(Base):
     external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text)
-    content_sha256: Mapped[str] = mapped_column(String(64))
+    content_sha256: Mapped[str] = mapped_column(String(64))  # '' once purged
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    # When retention purged its text (models/store/retention.py): the row stays, content
+    # and hash emptied, so the position is known and a re-sent transcript skips it.
+    purged_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
 
 
 class Job(Base):
@@ -149,6 +160,8 @@ class Job(Base):
     tokens_out: Mapped[int | None] = mapped_column(Integer, nullable=True)
     cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
     latency_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Extracted memories not stored because the user forgot or purged them (0008).
+    suppressed: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # The validated extraction, kept between the extract and store stages (never on Redis).
     extraction: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
@@ -227,6 +240,18 @@ class MemoryKeyword(Base):
     user_id: Mapped[str] = mapped_column(String(200))
 
 
+class MemoryKeywordCount(Base):
+    """How many of the user's memories (every status) hold each keyword: the document
+    frequencies of `memory_keywords`, kept in the same transactions. Dedup reads the rarest
+    keywords' postings first (memlane.pipeline.prefix_filter)."""
+
+    __tablename__ = "memory_keyword_counts"
+
+    user_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    keyword: Mapped[str] = mapped_column(String(100), primary_key=True)
+    memories: Mapped[int] = mapped_column(Integer)
+
+
 class EpisodeRow(Base):
     __tablename__ = "episodes"
     __table_args__ = (
@@ -302,6 +327,60 @@ class RemovedItem(Base):
     user_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     item_id: Mapped[str] = mapped_column(String(200), primary_key=True)
     change_seq: Mapped[int] = mapped_column(BigInteger)
+
+
+class MemoryEventRow(Base):
+    """One change of a memory (migration 0007): what happened, when and by whom, and
+    its detail (the job and messages it came from, the fields an edit changed). A
+    purge deletes a memory's events but its `purged` one, so no content outlives it."""
+
+    __tablename__ = "memory_events"
+    __table_args__ = (
+        Index("ix_memory_events_user_memory", "user_id", "memory_id", "id"),
+        Index("ix_memory_events_conversation", "conversation_id"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    user_id: Mapped[str] = mapped_column(String(200))
+    memory_id: Mapped[str] = mapped_column(String(40))
+    # The conversation whose messages evidenced a `created` or `confirmed` event (a job's).
+    conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    kind: Mapped[str] = mapped_column(String(24))
+    actor: Mapped[str] = mapped_column(String(120))
+    at: Mapped[datetime] = mapped_column(UTC_DT)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class UserSecret(Base):
+    """A user's secret (migration 0008), made on the first purge: the key of their
+    memories' fingerprints (pipeline/fingerprints.py). Erasing the user deletes it."""
+
+    __tablename__ = "user_secrets"
+
+    user_id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    secret: Mapped[str] = mapped_column(String(64))  # 32 random bytes, hex
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
+class MemoryFingerprint(Base):
+    """What is left of a purged memory (migration 0008): its keywords and normalised
+    text, each an HMAC under the user's secret, and its polarity; no content. A later
+    extraction that duplicates it is not stored."""
+
+    __tablename__ = "memory_fingerprints"
+    __table_args__ = (Index("ix_memory_fingerprints_user", "user_id"),)
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    user_id: Mapped[str] = mapped_column(String(200))
+    memory_id: Mapped[str] = mapped_column(String(40))  # the purged memory's id
+    keywords: Mapped[list[str]] = mapped_column(JSON)
+    text_hash: Mapped[str] = mapped_column(String(64))
+    polarity: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
 
 
 class ContextPackRow(Base):

@@ -114,7 +114,17 @@ def _in_order(soul: dict[str, SoulBlock]) -> list[SoulBlock]:
 
 
 class WorkingSet:
-    """The working set of one process for one database (module docstring)."""
+    """The working set of one process for one database (module docstring).
+
+    Locks: one per user (striped: `STRIPES` locks shared by hashing the user id, so
+    their number stays bounded) is held while a user's view is read, brought current or
+    loaded, so that work is done once per user at a time; the set's own lock guards only
+    the bookkeeping (which users are kept, their order, who is loading) and is never held
+    across a read. So one user's load or change read never makes another user's assembly
+    wait, and assemblies of different users run side by side wherever they leave the
+    interpreter (database round trips, numpy)."""
+
+    STRIPES = 64
 
     def __init__(self, url: str, *, budget_mb: float, eager_items: int = EAGER_ITEMS) -> None:
         self.url = url
@@ -122,36 +132,47 @@ class WorkingSet:
         self.eager_items = eager_items
         self._users: OrderedDict[str, _User] = OrderedDict()
         self._lock = threading.Lock()
+        self._user_locks = [threading.Lock() for _ in range(self.STRIPES)]
         self._loading: dict[str, threading.Thread] = {}
 
     @property
     def size_bytes(self) -> int:
-        return sum(user.size for user in self._users.values())
+        return sum(user.size for user in list(self._users.values()))
 
     def __contains__(self, user_id: str) -> bool:
         return user_id in self._users
+
+    def user_lock(self, user_id: str) -> threading.Lock:
+        """The lock a user's view is read and brought current under (class docstring)."""
+        return self._user_locks[hash(user_id) % self.STRIPES]
 
     def view(self, user_id: str, *, model: str, dim: int) -> UserView | None:
         """The user's view, current as of this call; None when the store must serve them
         (too large for the bound, vectors of two embedders, or loading in the
         background)."""
-        with self._lock:
-            user = self._users.get(user_id)
+        with self.user_lock(user_id):
+            with self._lock:
+                user = self._users.get(user_id)
+                if user is not None:
+                    self._users.move_to_end(user_id)
+                loading = user_id in self._loading
             if user is not None and user.view_for != (model, dim):
                 user = None  # another embedder: its vectors are read afresh
             if user is None:
-                if user_id in self._loading:
+                if loading:
                     return None
                 if read_unit(self.url, lambda s: refs.issued(s, user_id)) > self.eager_items:
-                    self._load_later(user_id, model, dim)
+                    with self._lock:
+                        if user_id not in self._loading:
+                            self._load_later(user_id, model, dim)
                     return None
                 user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
-            else:
-                self._users.move_to_end(user_id)
-                if not self._catch_up(user_id, user):  # erased: what is left is read again
+            elif not self._catch_up(user_id, user):  # erased: what is left is read again
+                with self._lock:
                     self._users.pop(user_id, None)
-                    user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
-            return self._keep(user_id, user)
+                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+            with self._lock:
+                return self._keep(user_id, user)
 
     def warm(self, user_id: str, *, model: str, dim: int) -> bool:
         """Load the user's view now, whatever their size (a background load under way
@@ -160,11 +181,13 @@ class WorkingSet:
             loading = self._loading.get(user_id)
         if loading is not None:
             loading.join()
-        with self._lock:
-            user = self._users.get(user_id)
+        with self.user_lock(user_id):
+            with self._lock:
+                user = self._users.get(user_id)
             if user is None or user.view_for != (model, dim) or not self._catch_up(user_id, user):
                 user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
-            return self._keep(user_id, user) is not None
+            with self._lock:
+                return self._keep(user_id, user) is not None
 
     def forget(self, user_id: str) -> None:
         with self._lock:
@@ -186,7 +209,7 @@ class WorkingSet:
         return True
 
     def _keep(self, user_id: str, user: _User) -> UserView | None:
-        """Keep the user's view within the bound (the caller holds the lock)."""
+        """Keep the user's view within the bound (the caller holds the set's lock)."""
         if user.mixed_embedders():
             return None
         self._users[user_id] = user
@@ -199,7 +222,7 @@ class WorkingSet:
         return user.view
 
     def _load_later(self, user_id: str, model: str, dim: int) -> None:
-        """Load the user's view in a thread of its own (the caller holds the lock)."""
+        """Load the user's view in a thread of its own (the caller holds the set's lock)."""
 
         def load() -> None:
             try:

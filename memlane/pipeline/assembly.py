@@ -112,10 +112,7 @@ class _Entry(Generic[_R]):
     breakdown: ScoreBreakdown | None = None
     included: bool = False
     drop_reason: DropReason | None = None
-
-    @property
-    def tier(self) -> Tier | None:
-        return self.record.tier if isinstance(self.record, MemoryRecord) else None
+    tier: Tier | None = None  # a memory's; read for every entry, so kept, not derived
 
 
 _AnyEntry = _Entry[SoulBlock] | _Entry[MemoryRecord] | _Entry[EpisodeRecord] | _Entry[Procedure]
@@ -166,11 +163,19 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     )
 
     def memory(item: RankedMemory) -> _Entry[MemoryRecord]:
-        line = fmt.memory_line(item.memory, style)
         m = item.memory
-        tokens = _tokens(encoding, line)
+        line = fmt.memory_line(m, style)
         return _Entry(
-            m, m.id, m.ref, "memories", "memory", line, tokens, item.score, item.breakdown
+            m,
+            m.id,
+            m.ref,
+            "memories",
+            "memory",
+            line,
+            _tokens(encoding, line),
+            item.score,
+            item.breakdown,
+            tier=m.tier,
         )
 
     pinned = [
@@ -250,7 +255,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     considered: list[_AnyEntry] = [*soul, *memories, *episodes, *procedures]
     return AssembledContext(
         text=text,
-        json=fmt.as_json(selection),
+        selection=selection,
         pack_data=_pack(request, budget, used, text, considered, excluded, events),
         included_memory_ids=[m.id for m in selection.memories],
     )

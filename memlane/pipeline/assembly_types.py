@@ -14,9 +14,9 @@ from typing import Any, Literal
 import tiktoken
 from pydantic import Field, TypeAdapter
 
-from memlane.pipeline.context_format import JsonDict, Style
+from memlane.pipeline.context_format import JsonDict, Selection, Style, as_json
 from memlane.pipeline.records import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
-from memlane.pipeline.scoring import HALF_LIFE_HOURS, Strategy, Weights
+from memlane.pipeline.scoring import Strategy, Weights
 
 ItemSection = Literal["soul", "memory", "episode", "procedure"]
 EventType = Literal["verified_item_dropped", "no_candidates_fit"]
@@ -59,15 +59,16 @@ class AssemblyInput:
     retrieval_mode: str
     memories: Sequence[MemoryRecord] = ()
     relevance: Mapping[str, float] = field(default_factory=dict)
-    weights: Weights = field(default_factory=Weights)
-    half_life_hours: float = HALF_LIFE_HOURS
+    # No defaults for the settings' values: memlane.config.settings is their one source.
+    weights: Weights
+    half_life_hours: float
     soul_blocks: Sequence[SoulBlock] = ()
     episodes: Sequence[EpisodeRecord] = ()
     procedures: Sequence[Procedure] = ()
     procedure_ids: frozenset[str] | None = None
-    memory_share: float = 0.5
+    memory_share: float
     include_sensitive: bool = False
-    relevance_floor: float = 0.8
+    relevance_floor: float
     style: Style = "default"
 
 
@@ -123,10 +124,19 @@ class AssembledContext:
     them, and the request path needs neither (the background writer stores `pack_json`)."""
 
     text: str  # the XML block, exactly as counted
-    json: JsonDict  # the same selection as plain data
+    selection: Selection  # what went in, in document order
     pack_data: PackData
     included_memory_ids: list[str]  # in document order, for record_access
     _pack: list[ContextPack] = field(default_factory=list, repr=False, compare=False)
+    _json: list[JsonDict] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def json(self) -> JsonDict:
+        """The same selection as plain data (context_format.as_json), built when first
+        read: the request path of an XML context does not need it."""
+        if not self._json:
+            self._json.append(as_json(self.selection))
+        return self._json[0]
 
     @property
     def pack(self) -> ContextPack:

@@ -15,9 +15,6 @@ from fractions import Fraction
 
 from memlane.pipeline.errors import BudgetError
 
-DEFAULT_SAFETY_MARGIN = 0.10
-
-
 # Far above any model's context window (a few million tokens at most): a larger number is
 # a mistake, and would not fit the store's integers.
 MAX_BUDGET_TOKENS = 100_000_000
@@ -40,7 +37,7 @@ def derive_budget(
     system_prompt_tokens: int,
     user_message_tokens: int,
     output_headroom: int,
-    safety_margin: float = DEFAULT_SAFETY_MARGIN,
+    safety_margin: float,
 ) -> int:
     """The context budget left by a model call (formula in the module docstring).
 

@@ -57,9 +57,7 @@ def _windows_to(end: int, *, covered_to: int, window: int) -> list[WindowSpec]:
     return windows
 
 
-def tail_windows(
-    *, message_count: int, extracted_to_seq: int, window: int = 20
-) -> list[WindowSpec]:
+def tail_windows(*, message_count: int, extracted_to_seq: int, window: int) -> list[WindowSpec]:
     """Windows for the messages after extracted_to_seq, ending at the last message.
 
     Empty when everything is covered. Usually one window; more only when over `window`
@@ -77,8 +75,8 @@ def due_windows(
     assistant_seqs: Sequence[int],
     message_count: int,
     extracted_to_seq: int,
-    every: int = 5,
-    window: int = 20,
+    every: int,
+    window: int,
     final: bool = False,
 ) -> list[WindowSpec]:
     """Extraction windows due now, in seq order (see the module docstring for the rule).
@@ -105,3 +103,17 @@ def due_windows(
             tail_windows(message_count=message_count, extracted_to_seq=covered_to, window=window)
         )
     return windows
+
+
+def why_no_window(*, assistant_count: int, every: int, final: bool) -> str:
+    """Why `due_windows` gave nothing, for a person who enqueued a transcript and got no
+    job: short of the next due point, or (final) every message already covered."""
+    if final:
+        return "every message is already covered by an extraction"
+    due_at = (assistant_count // every + 1) * every
+    return (
+        f"no extraction due yet: the conversation has {assistant_count} assistant "
+        f"message(s) and one is due every {every} (the next after {due_at - assistant_count} "
+        'more); mark the transcript final ("final": true, memlane enqueue --final) to '
+        "extract it now"
+    )

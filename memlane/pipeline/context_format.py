@@ -136,23 +136,27 @@ def soul_line(block: SoulBlock) -> str:
 
 def memory_line(memory: MemoryRecord, style: Style = "default") -> str:
     return _memory_line(
-        short_id(memory.ref, memory.id),
-        importance_word(memory.importance),
-        memory.created_at,
-        memory.content,
-        style,
+        memory.ref, memory.id, memory.importance, memory.created_at, memory.content, style
     )
 
 
 # The assembler renders the same memories call after call; rendering is most of its
-# cost, so lines are cached by exactly the fields they show.
+# cost, so lines are cached by the fields they are made of (a hit costs one lookup).
 @lru_cache(maxsize=65_536)
-def _memory_line(ident: str, importance: str, created: datetime, content: str, style: Style) -> str:
+def _memory_line(
+    ref: int | None,
+    full_id: str,
+    importance: float,
+    created: datetime,
+    content: str,
+    style: Style,
+) -> str:
+    ident = short_id(ref, full_id)
     if style == "compact":
         return f"<m id={attr(ident)}>{text(content)}</m>\n"
     return (
-        f"<m id={attr(ident)} importance={attr(importance)} date={attr(day(created))}>"
-        f"{text(content)}</m>\n"
+        f"<m id={attr(ident)} importance={attr(importance_word(importance))} "
+        f"date={attr(day(created))}>{text(content)}</m>\n"
     )
 
 

@@ -45,13 +45,10 @@ from typing import Literal
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import ExtractedMemory, MemoryRecord
 from memlane.pipeline.similarity import (
-    DEFAULT_MIN_KEYWORDS,
-    DEFAULT_THRESHOLD,
     Statement,
     conflicts,
     is_duplicate,
     jaccard,
-    min_shared_keywords,
     statements_conflict,
     statements_duplicate,
 )
@@ -65,12 +62,11 @@ __all__ = [
     "PlannedSupersede",
     "Sighting",
     "accounted",
-    "candidate_keywords",
     "conflicts",
     "distinct_evidence",
+    "duplicate_of",
     "is_duplicate",
     "jaccard",
-    "min_shared_keywords",
     "plan",
 ]
 
@@ -160,15 +156,6 @@ class DedupPlan:
     rereads: tuple[PlannedReread, ...]
     supersedes: tuple[PlannedSupersede, ...]
     forgotten: tuple[PlannedForgotten, ...] = ()
-
-
-def candidate_keywords(sightings: Iterable[Sighting]) -> frozenset[str]:
-    """The union of the sightings' keywords: what to look candidates up by in the
-    store's inverted index (every duplicate or conflict shares at least one)."""
-    found: set[str] = set()
-    for sighting in sightings:
-        found |= sighting.keywords
-    return frozenset(found)
 
 
 def accounted(plan: DedupPlan) -> list[int]:
@@ -284,8 +271,8 @@ def plan(
     *,
     now: datetime,
     stated_at: Mapping[int, datetime] | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_keywords: int = DEFAULT_MIN_KEYWORDS,
+    threshold: float,
+    min_keywords: int,
 ) -> DedupPlan:
     """Decide inserts, bumps, re-reads and supersessions (rules in the module docstring).
     `stated_at` maps a message seq of the sightings' conversation to when it was said.
@@ -359,3 +346,23 @@ def plan(
             for position, indices in sorted(dropped.items())
         ),
     )
+
+
+def duplicate_of(
+    content: str,
+    words: frozenset[str],
+    known: Sequence[MemoryRecord],
+    *,
+    threshold: float,
+    min_keywords: int,
+) -> MemoryRecord | None:
+    """The known memory a statement added by hand duplicates, by the rules above: the
+    best active match (rule 1), else the best forgotten one (rule 0), else None."""
+    statement = Statement.of(content, words)
+    for status in ("active", "deleted"):
+        pool = sorted((k for k in known if k.status == status), key=lambda k: k.id)
+        stored = [Statement.of(k.content, k.keywords or keywords(k.content)) for k in pool]
+        position = _best_duplicate(statement, stored, threshold, min_keywords)
+        if position is not None:
+            return pool[position]
+    return None

@@ -22,7 +22,17 @@ class TranscriptError(MemlaneError):
     code = "invalid_transcript"
 
 
-class ExtractionError(MemlaneError):
+class ProviderError(MemlaneError):
+    """A model provider (the LLM or the embedding model) failed or answered unusably.
+
+    Subclasses say what to do: memlane.workers.errors' TransientProviderError (retry later)
+    and PermanentProviderError (fix the model, key or request), and ExtractionError.
+    """
+
+    code = "provider_error"
+
+
+class ExtractionError(ProviderError):
     """The extractor's answer could not be turned into memories.
 
     Carries the raw answer so an operator can see what the model said.

@@ -199,7 +199,7 @@ def _episode(value: object, raw: str, dropped: list[str]) -> ExtractedEpisode:
     return ExtractedEpisode(summary=summary, topics=topics, outcome=outcome or None)
 
 
-def parse_extraction(raw: str, *, max_memories: int = MAX_MEMORIES) -> ParsedExtraction:
+def parse_extraction(raw: str, *, max_memories: int) -> ParsedExtraction:
     """The extractor's answer as a validated Extraction, plus what was dropped and why."""
     if not 0 <= max_memories <= MAX_MEMORIES:
         raise ValueError(f"max_memories must be between 0 and {MAX_MEMORIES}, not {max_memories}")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 from collections.abc import Sequence
+from functools import lru_cache
 from itertools import pairwise
 
 import snowballstemmer
@@ -35,13 +37,27 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 BIGRAM_WEIGHT = 0.5
 
 
-def stemmed_tokens(text: str, stemmer: snowballstemmer.stemmer | None = None) -> list[str]:
+# A Snowball stemmer keeps the word being stemmed in instance attributes: one instance per
+# thread. Stems and buckets are cached: the same words and word pairs come back in every
+# extraction (the store stage embeds each memory and episode), and stemming a word costs
+# more than looking it up.
+_LOCAL = threading.local()
+
+
+@lru_cache(maxsize=65_536)
+def _stem(word: str) -> str:
+    stemmer = getattr(_LOCAL, "stemmer", None)
+    if stemmer is None:
+        stemmer = _LOCAL.stemmer = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(word))
+
+
+def stemmed_tokens(text: str) -> list[str]:
     """Lower-cased `[a-z0-9]+` tokens without stopwords, Snowball-stemmed (English), in order."""
-    stem = stemmer or snowballstemmer.stemmer("english")
-    words = [w for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
-    return [str(s) for s in stem.stemWords(words)]
+    return [_stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
 
 
+@lru_cache(maxsize=131_072)
 def _bucket(feature: str, dim: int) -> tuple[int, float]:
     """Index and sign of a feature: the first 8 bytes of blake2b(feature) pick the bucket,
     the 9th byte's low bit the sign. Never Python's hash(), which is salted per process."""
@@ -50,7 +66,7 @@ def _bucket(feature: str, dim: int) -> tuple[int, float]:
     return index, (1.0 if digest[8] & 1 else -1.0)
 
 
-def hashing_embed(texts: Sequence[str], *, dim: int = 256) -> list[list[float]]:
+def hashing_embed(texts: Sequence[str], *, dim: int) -> list[list[float]]:
     """One vector of length `dim` per text:
 
         v[bucket(f)] += sign(f) · w(f)   for each unigram "u:stem" (w = 1) and each
@@ -61,10 +77,9 @@ def hashing_embed(texts: Sequence[str], *, dim: int = 256) -> list[list[float]]:
     """
     if dim < 1:
         raise ValueError(f"dim must be >= 1, got {dim}")
-    stemmer = snowballstemmer.stemmer("english")  # not thread-safe: one per call
     vectors: list[list[float]] = []
     for text in texts:
-        tokens = stemmed_tokens(text, stemmer)
+        tokens = stemmed_tokens(text)
         features = [(f"u:{t}", 1.0) for t in tokens]
         features += [(f"b:{a} {b}", BIGRAM_WEIGHT) for a, b in pairwise(tokens)]
         vector = [0.0] * dim

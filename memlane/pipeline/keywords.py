@@ -5,8 +5,10 @@ keywords(text) = { stem(t) : t a word token of text, t not a stopword }
 - a word token is a run of letters/digits (any script), possibly joined by apostrophes,
   so "don't" and "user's" stay one token ("c++" gives "c", "node.js" gives "node", "js").
 - stopwords: NLTK's English list, written out below, plus negations spelt without an
-  apostrophe ("dont"), "never", "cannot" and "anymore". Negations are therefore never
-  keywords: whether a statement is negated is `polarity`'s job, not a topic word.
+  apostrophe ("dont"), "never", "cannot" and "anymore", and the subject word of extracted
+  memories, "user" ("users" stays a keyword: a product's users are a topic). Negations
+  are therefore never keywords: whether a statement is negated is `polarity`'s job, not
+  a topic word.
 - "longer" right after "no" is part of the negation "no longer", not a keyword.
 - stems: Snowball's English stemmer ("migrating", "migration" → "migrat").
 
@@ -59,8 +61,18 @@ _BARE_NEGATIONS: frozenset[str] = frozenset(
     )
 )
 
+# The subject of every memory the extractor writes ("User prefers …", "User's dog …"): a
+# keyword of all of them says nothing of the topic, and it raised short statements to the
+# threshold by itself ("User likes hiking on weekends" merged with "… chess on weekends":
+# 3 of 5 keywords shared). On bench.dedup's store it made many of the duplicate pairs
+# (bench/README.md).
+SUBJECT_WORDS: frozenset[str] = frozenset({"user", "user's"})
+
 STOPWORDS: frozenset[str] = (
-    NLTK_ENGLISH_STOPWORDS | _BARE_NEGATIONS | frozenset({"never", "cannot", "anymore", "can't"})
+    NLTK_ENGLISH_STOPWORDS
+    | _BARE_NEGATIONS
+    | SUBJECT_WORDS
+    | frozenset({"never", "cannot", "anymore", "can't"})
 )
 
 # Markers checked on the token before stemming.
@@ -76,6 +88,7 @@ POLARITY_STEMS: frozenset[str] = NEGATIVE_STEMS | POSITIVE_STEMS
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
 _SPACE = re.compile(r"\s+")
+_THE_USER = re.compile(r"^the (?=user\b)")
 _TRAILING_PUNCTUATION = ".!?;:,\u2026"
 
 # A Snowball stemmer keeps the word being stemmed in instance attributes, so one shared
@@ -131,7 +144,10 @@ def polarity(text: str) -> Polarity:
 
 def normalise(text: str) -> str:
     """The form two texts must share to be the same memory word for word: NFKC,
-    case-folded, typographic apostrophes unified, whitespace collapsed, trailing
-    sentence punctuation (. ! ? ; : , …) removed. "+" and ")" are kept: "C++" ≠ "C"."""
+    case-folded, typographic apostrophes unified, whitespace collapsed, a leading "the"
+    before "user" and trailing sentence punctuation (. ! ? ; : , …) removed. "+" and ")"
+    are kept: "C++" ≠ "C"."""
     collapsed = _SPACE.sub(" ", _prepare(text)).strip()
+    # "The user prefers X" says what "User prefers X" says (the subject is no keyword).
+    collapsed = _THE_USER.sub("", collapsed)
     return collapsed.rstrip(_TRAILING_PUNCTUATION + " ")

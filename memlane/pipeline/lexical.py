@@ -33,7 +33,7 @@ def bm25_scores(
 ) -> dict[str, float]:
     """BM25 of each document (id → its terms, in any order) for the query; only documents
     that share at least one term with the query appear in the result."""
-    terms = set(query_terms)
+    terms = sorted(set(query_terms))  # summed in one order in every process (str hashes vary)
     if not terms or not documents:
         return {}
     n = len(documents)

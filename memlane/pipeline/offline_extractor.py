@@ -215,7 +215,7 @@ def _spoken(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
     return spoken
 
 
-def extract_offline(window: ExtractionWindow, *, max_memories: int = MAX_MEMORIES) -> Extraction:
+def extract_offline(window: ExtractionWindow, *, max_memories: int) -> Extraction:
     """Memories and an episode from the window's NEW messages, by the documented rules."""
     if not 0 <= max_memories <= MAX_MEMORIES:
         raise ValueError(f"max_memories must be between 0 and {MAX_MEMORIES}, not {max_memories}")

@@ -96,7 +96,7 @@ def render_transcript(window: ExtractionWindow) -> str:
 
 
 def build_extraction_messages(
-    window: ExtractionWindow, *, max_memories: int = MAX_MEMORIES
+    window: ExtractionWindow, *, max_memories: int
 ) -> list[dict[str, str]]:
     """OpenAI-style chat messages (system, then user) asking for one extraction as JSON."""
     if not 0 <= max_memories <= MAX_MEMORIES:

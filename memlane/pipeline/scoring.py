@@ -18,7 +18,7 @@ said outranks the one the extractor inferred.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -28,7 +28,6 @@ from memlane.pipeline.records import MemoryRecord
 Strategy = Literal["scored", "recent", "important", "balanced"]
 STRATEGIES: tuple[Strategy, ...] = ("scored", "recent", "important", "balanced")
 
-HALF_LIFE_HOURS = 168.0
 # What an episode or a procedure weighs in the composite's importance term: the middle
 # of the extraction guide's "useful" band; they carry no importance of their own.
 ITEM_IMPORTANCE = 0.5
@@ -36,10 +35,13 @@ ITEM_IMPORTANCE = 0.5
 
 @dataclass(frozen=True, slots=True)
 class Weights:
-    relevance: float = 0.40
-    importance: float = 0.30
-    recency: float = 0.20
-    frequency: float = 0.10
+    """The composite's weights. No defaults here: memlane.config.settings holds them
+    (MEMLANE_WEIGHTS__*), and callers pass them in."""
+
+    relevance: float
+    importance: float
+    recency: float
+    frequency: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +64,7 @@ def _hours_between(earlier: datetime, later: datetime) -> float:
     return max(0.0, (later - earlier).total_seconds() / 3600.0)
 
 
-def recency_score(
-    confirmed_at: datetime, *, now: datetime, half_life_hours: float = HALF_LIFE_HOURS
-) -> float:
+def recency_score(confirmed_at: datetime, *, now: datetime, half_life_hours: float) -> float:
     """exp(−ln2 · hours since last stated or confirmed / half_life): 1.0 now, 0.5 after
     one half-life."""
     return math.exp(-math.log(2) * _hours_between(confirmed_at, now) / half_life_hours)
@@ -141,8 +141,8 @@ def score_memory(
     *,
     relevance: float,
     now: datetime,
-    weights: Weights = Weights(),
-    half_life_hours: float = HALF_LIFE_HOURS,
+    weights: Weights,
+    half_life_hours: float,
 ) -> ScoreBreakdown:
     """The composite score and its components. `relevance` comes in already computed
     (cosine, or the hybrid blend) so this stays independent of how vectors are stored;
@@ -165,8 +165,8 @@ def score_item(
     stated_at: datetime,
     confirmations: int,
     now: datetime,
-    weights: Weights = Weights(),
-    half_life_hours: float = HALF_LIFE_HOURS,
+    weights: Weights,
+    half_life_hours: float,
 ) -> ScoreBreakdown:
     """The composite of any item: `importance` already weighed by confidence for a
     memory, the neutral ITEM_IMPORTANCE for an episode or a procedure; recency from
@@ -183,14 +183,43 @@ def score_item(
     return ScoreBreakdown(relevance, importance, recency, frequency, composite)
 
 
+def score_memories(
+    memories: Sequence[MemoryRecord],
+    *,
+    relevance: Mapping[str, float],
+    now: datetime,
+    weights: Weights,
+    half_life_hours: float,
+) -> list[ScoreBreakdown]:
+    """`score_memory` of each memory (relevance 0 for one without), in one loop: the
+    assembler scores every memory it walks on every call, and the helpers' calls were
+    most of that cost. The arithmetic is theirs, operation for operation, so the floats
+    are the same (test_scoring checks it)."""
+    w_rel, w_imp = weights.relevance, weights.importance
+    w_rec, w_freq = weights.recency, weights.frequency
+    minus_ln2 = -math.log(2)
+    log10, exp, isnan = math.log10, math.exp, math.isnan
+    breakdowns: list[ScoreBreakdown] = []
+    for memory in memories:
+        rel = relevance.get(memory.id, 0.0)
+        rel = 0.0 if isnan(rel) else max(0.0, min(1.0, rel))
+        importance = memory.importance * (0.5 + 0.5 * memory.confidence)
+        hours = max(0.0, (now - memory.confirmed_at).total_seconds() / 3600.0)
+        recency = exp(minus_ln2 * hours / half_life_hours)
+        frequency = min(1.0, log10(max(0, memory.access_count) + 1) / 2.0)
+        composite = w_rel * rel + w_imp * importance + w_rec * recency + w_freq * frequency
+        breakdowns.append(ScoreBreakdown(rel, importance, recency, frequency, composite))
+    return breakdowns
+
+
 def rank(
     memories: Iterable[MemoryRecord],
     *,
     strategy: Strategy,
     now: datetime,
-    relevance: dict[str, float] | None = None,
-    weights: Weights = Weights(),
-    half_life_hours: float = HALF_LIFE_HOURS,
+    relevance: Mapping[str, float] | None = None,
+    weights: Weights,
+    half_life_hours: float,
 ) -> list[RankedMemory]:
     """Order memories by a strategy, best first. Ties are broken by id, so the order is
     total and does not depend on the input order.
@@ -202,16 +231,16 @@ def rank(
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
-    relevance = relevance or {}
+    memories = list(memories)
+    breakdowns = score_memories(
+        memories,
+        relevance=relevance or {},
+        now=now,
+        weights=weights,
+        half_life_hours=half_life_hours,
+    )
     ranked: list[tuple[float, str, RankedMemory]] = []
-    for memory in memories:
-        breakdown = score_memory(
-            memory,
-            relevance=relevance.get(memory.id, 0.0),
-            now=now,
-            weights=weights,
-            half_life_hours=half_life_hours,
-        )
+    for memory, breakdown in zip(memories, breakdowns, strict=True):
         if strategy == "scored":
             value = breakdown.composite
         elif strategy == "recent":

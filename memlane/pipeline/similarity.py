@@ -17,13 +17,9 @@ equal normalised texts are always duplicates.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from memlane.pipeline.keywords import Polarity, normalise, polarity, topic_keywords
-
-DEFAULT_THRESHOLD = 0.60
-DEFAULT_MIN_KEYWORDS = 3
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -52,8 +48,8 @@ def statements_duplicate(
     a: Statement,
     b: Statement,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_keywords: int = DEFAULT_MIN_KEYWORDS,
+    threshold: float,
+    min_keywords: int,
 ) -> bool:
     if a.normalised == b.normalised:
         return True
@@ -69,8 +65,8 @@ def statements_conflict(
     a: Statement,
     b: Statement,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_keywords: int = DEFAULT_MIN_KEYWORDS,
+    threshold: float,
+    min_keywords: int,
 ) -> bool:
     if a.polarity == b.polarity or not a.topic or not b.topic:
         return False
@@ -85,8 +81,8 @@ def is_duplicate(
     b_text: str,
     b_keywords: frozenset[str],
     *,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_keywords: int = DEFAULT_MIN_KEYWORDS,
+    threshold: float,
+    min_keywords: int,
 ) -> bool:
     """True when b says what a says (see the module docstring)."""
     return statements_duplicate(
@@ -103,8 +99,8 @@ def conflicts(
     b_text: str,
     b_keywords: frozenset[str],
     *,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_keywords: int = DEFAULT_MIN_KEYWORDS,
+    threshold: float,
+    min_keywords: int,
 ) -> bool:
     """True when b says the opposite of a about the same topic (see the module
     docstring). Symmetric: which one supersedes the other is the caller's rule."""
@@ -114,17 +110,3 @@ def conflicts(
         threshold=threshold,
         min_keywords=min_keywords,
     )
-
-
-def min_shared_keywords(words: frozenset[str], *, threshold: float = DEFAULT_THRESHOLD) -> int:
-    """The fewest keywords a stored memory must share with `words` to possibly be a
-    duplicate of it or conflict with it: max(1, ceil(threshold · |topic(words)|)).
-
-    A duplicate needs |A ∩ B| ≥ t·|A ∪ B| ≥ t·|A| ≥ t·|topic(A)|; a conflict needs
-    |A ∩ B| ≥ |topic(A) ∩ topic(B)| ≥ t·|topic(A)| (or, below min_keywords, equal topics,
-    which share all |topic(A)| ≥ t·|topic(A)| of them). An index lookup may skip memories
-    sharing fewer keywords without missing any duplicate or conflict (exact-text matches
-    of keyword-less texts excepted: they share no keyword at all).
-    """
-    # The epsilon keeps a product like 0.55 · 100 (= 55.00000000000001 in floating point) at 55.
-    return max(1, math.ceil(threshold * len(topic_keywords(words)) - 1e-9))

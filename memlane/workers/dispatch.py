@@ -9,12 +9,12 @@ import threading
 import time
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from memlane.config.settings import Settings
 from memlane.pipeline.backoff import compute_backoff
 from memlane.workers import reembed, runner, sweeper
-from memlane.workers.errors import TransientLLMError
+from memlane.workers.errors import TransientProviderError
 
 log = logging.getLogger("memlane.dispatch")
 
@@ -56,16 +56,23 @@ class CeleryDispatcher:
         from memlane.workers import tasks
         from memlane.workers.app import configure_app
 
-        configure_app(settings)
+        self._app = configure_app(settings)
         self._tasks = tasks
 
     def extract(self, job_ids: Sequence[str]) -> None:
-        for job_id in job_ids:
-            self._tasks.extract.apply_async((job_id,))
+        self._publish(self._tasks.extract, job_ids)
 
     def store(self, job_ids: Sequence[str]) -> None:
-        for job_id in job_ids:
-            self._tasks.store.apply_async((job_id,))
+        self._publish(self._tasks.store, job_ids)
+
+    def _publish(self, task: Any, job_ids: Sequence[str]) -> None:
+        """One message per job (so jobs run in parallel and each is acknowledged on its
+        own), through one producer taken from the pool once for them all."""
+        if not job_ids:
+            return
+        with self._app.producer_or_acquire() as producer:
+            for job_id in job_ids:
+                task.apply_async((job_id,), producer=producer)
 
     def record_access(
         self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
@@ -154,7 +161,7 @@ class InProcessDispatcher:
     def _run(self, kind: str, args: tuple[object, ...]) -> None:
         if kind == "record_access":
             ids, times = args
-            sweeper.record_access(
+            sweeper.move_accessed_at_forward(
                 cast(list[str], ids), cast(str | list[str], times), self._settings
             )
             return
@@ -176,7 +183,7 @@ class InProcessDispatcher:
             try:
                 reembed.run_reembed_user(user_id, model, dim, self._settings)
                 return
-            except TransientLLMError as exc:
+            except TransientProviderError as exc:
                 if attempt == self._settings.llm_max_retries:
                     raise
                 delay = compute_backoff(attempt, jitter=0.5, retry_after=exc.retry_after)

@@ -1,8 +1,10 @@
-"""Errors of the model adapters (LLM and embeddings), split by what the caller should do.
+"""Errors of the model providers (LLM and embeddings), split by what the caller should do.
+All are ProviderErrors (memlane.pipeline.errors); the names TransientLLMError and
+PermanentLLMError, from when only the LLM raised them, stay importable.
 
-- TransientLLMError: try again later (timeouts, lost connections, 429, 5xx). Tasks retry
+- TransientProviderError: try again later (timeouts, lost connections, 429, 5xx). Tasks retry
   these with `compute_backoff`, honouring `retry_after` when the provider sent one.
-- PermanentLLMError: retrying cannot help (bad key, bad request, unknown model). The job
+- PermanentProviderError: retrying cannot help (bad key, bad request, unknown model). The job
   fails at once and says so.
 - ExtractionError (memlane.pipeline.errors): the model answered but the answer is unusable; the
   task retries it a bounded number of times, then records the raw answer on the job.
@@ -10,12 +12,13 @@
 
 from __future__ import annotations
 
-from memlane.pipeline.errors import MemlaneError
+from memlane.pipeline.errors import ProviderError
 
 
-class TransientLLMError(MemlaneError):
+class TransientProviderError(ProviderError):
     """The model provider could not answer now; the same call may succeed later."""
 
+    # The codes predate embeddings' use of these errors; jobs and clients store them.
     code = "llm_unavailable"
 
     def __init__(
@@ -26,7 +29,7 @@ class TransientLLMError(MemlaneError):
         self.status_code = status_code
 
 
-class PermanentLLMError(MemlaneError):
+class PermanentProviderError(ProviderError):
     """The model provider refused the call; fix the model, key or request, then re-run."""
 
     code = "llm_refused"
@@ -34,3 +37,8 @@ class PermanentLLMError(MemlaneError):
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+# The names of before embeddings shared these errors (public: `from memlane import ...`).
+TransientLLMError = TransientProviderError
+PermanentLLMError = PermanentProviderError

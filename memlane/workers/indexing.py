@@ -8,23 +8,26 @@ import logging
 from memlane.config.settings import Settings
 from memlane.models.db import get_engine
 from memlane.models.store import vector_index
+from memlane.pipeline.embedding import EmbedderCapabilities
 
 log = logging.getLogger("memlane.worker")
 
 
-def index_if_large(settings: Settings, user_id: str, model: str, dim: int) -> str | None:
-    """The user's HNSW index of (model, dim) once they have `hnsw_min_memories` memories
+def index_if_large(
+    settings: Settings, user_id: str, model: str, capabilities: EmbedderCapabilities
+) -> str | None:
+    """The user's HNSW index of (model, its dimension) once they have `hnsw_min_memories` memories
     of it, built when missing; None when there is none (SQLite, a small user, an embedder
     the policy keeps exact, or a build that failed: logged, never the job's failure, as
     the index only makes reads faster)."""
-    if not settings.is_postgres or not vector_index.wants_hnsw(settings.vector_index, model):
+    if not settings.is_postgres or not vector_index.wants_hnsw(settings.vector_index, capabilities):
         return None
     try:
         names = vector_index.ensure_for_users(
             get_engine(settings.resolved_database_url),
             [user_id],
             model,
-            dim,
+            capabilities.dim,
             settings.hnsw_min_memories,
         )
     except Exception:

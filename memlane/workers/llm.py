@@ -20,7 +20,7 @@ from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extract import parse_extraction
 from memlane.pipeline.prompts import build_extraction_messages
 from memlane.pipeline.records import Extraction, ExtractionWindow
-from memlane.workers.errors import PermanentLLMError, TransientLLMError
+from memlane.workers.errors import PermanentProviderError, TransientProviderError
 
 _CONNECTION_FAILED = "Connection error."  # what openai's client says when no answer came
 
@@ -65,7 +65,7 @@ def call_extraction_llm(
 ) -> LLMResult:
     """Ask `model` for the window's memories and episode.
 
-    Raises TransientLLMError (retry later), PermanentLLMError (never retry) or
+    Raises TransientProviderError (retry later), PermanentProviderError (never retry) or
     ExtractionError (the answer was unusable; carries the raw answer).
     """
     litellm = load_litellm()
@@ -110,16 +110,16 @@ def call_extraction_llm(
 
 def translate_litellm_error(
     exc: BaseException, *, model: str
-) -> TransientLLMError | PermanentLLMError | None:
+) -> TransientProviderError | PermanentProviderError | None:
     """Sort an exception raised by litellm into what the caller should do:
 
-    - timeout, connection failure                               → TransientLLMError
+    - timeout, connection failure                               → TransientProviderError
     - HTTP 408/409/425/429 or ≥ 500 (RateLimitError,
       InternalServerError, BadGatewayError, ServiceUnavailableError,
-      APIError with such a status)                              → TransientLLMError (+ Retry-After)
+      APIError with such a status)                    → TransientProviderError (+ Retry-After)
     - any other 4xx (AuthenticationError, PermissionDeniedError,
-      BadRequestError and its kin, NotFoundError, Unprocessable…) → PermanentLLMError
-    - a provider error without a status                         → TransientLLMError (bounded)
+      BadRequestError and its kin, NotFoundError, Unprocessable…) → PermanentProviderError
+    - a provider error without a status                         → TransientProviderError (bounded)
     - not a provider error at all (a bug of ours)               → None: re-raise it unchanged
     """
     import openai  # a dependency of litellm, already loaded whenever this runs
@@ -131,30 +131,32 @@ def translate_litellm_error(
     status = status if isinstance(status, int) else None
     detail = _detail(exc)
     if isinstance(exc, (exceptions.Timeout, openai.APITimeoutError)):
-        return TransientLLMError(f"{model} did not answer in time: {detail}", status_code=status)
+        return TransientProviderError(
+            f"{model} did not answer in time: {detail}", status_code=status
+        )
     if isinstance(exc, (exceptions.APIConnectionError, openai.APIConnectionError)) or (
         # litellm reports a refused or broken connection as an HTTP 500 it never received
         status == 500 and _CONNECTION_FAILED in str(exc)
     ):
-        return TransientLLMError(
+        return TransientProviderError(
             f"could not reach {model} (no answer over the network; check "
             f"MEMLANE_LLM_API_BASE and that the provider is reachable): {detail}"
         )
     if isinstance(exc, exceptions.RateLimitError) or (
         status is not None and (status in TRANSIENT_STATUSES or status >= 500)
     ):
-        return TransientLLMError(
+        return TransientProviderError(
             f"{model} is unavailable (HTTP {status}): {detail}",
             retry_after=retry_after_of(exc),
             status_code=status,
         )
     if status is not None and 400 <= status < 500:
-        return PermanentLLMError(
+        return PermanentProviderError(
             f"{model} refused the call (HTTP {status}); check MEMLANE_LLM_MODEL, "
             f"MEMLANE_LLM_API_KEY and MEMLANE_LLM_API_BASE: {detail}",
             status_code=status,
         )
-    return TransientLLMError(f"{model} failed: {detail}", status_code=status)
+    return TransientProviderError(f"{model} failed: {detail}", status_code=status)
 
 
 def retry_after_of(exc: BaseException) -> float | None:
@@ -182,6 +184,12 @@ def _answer_text(response: Any) -> str:
 
 
 def _cost(litellm: ModuleType, response: Any) -> float | None:
+    # litellm prices every response as it builds it (None when it knows no price): reuse
+    # that figure rather than pricing the response a second time.
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict) and "response_cost" in hidden:
+        priced = hidden["response_cost"]
+        return float(priced) if isinstance(priced, int | float) else None
     try:
         cost = litellm.completion_cost(completion_response=response)
     except Exception:  # unknown model or price: the cost is unknown, the call still succeeded

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from memlane.pipeline.embedding import EmbedderCapabilities
 from memlane.pipeline.errors import ConfigurationError
 
 MINILM_NAME = "minilm-l6-v2-int8"
@@ -36,7 +37,8 @@ _load_lock = threading.Lock()
 
 
 def _load() -> tuple[Any, Any]:
-    """(onnxruntime session, tokenizer), built once per process: loading costs ~0.4 s."""
+    """(onnxruntime session, tokenizer), built once per process: loading is slow
+    (bench/README.md)."""
     global _loaded
     with _load_lock:
         if _loaded is None:
@@ -95,6 +97,10 @@ class MiniLMEmbedder:
         self.name = MINILM_NAME
         self.dim = MINILM_DIM
         self._batch_size = batch_size
+
+    @property
+    def capabilities(self) -> EmbedderCapabilities:
+        return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors: list[list[float]] = [[0.0] * self.dim for _ in texts]

@@ -50,8 +50,8 @@ def run_reembed_user(
 ) -> ReembedOutcome:
     """Embed the user's memories that lack a (model, dim) vector, then swap them into
     service. Idempotent: a finished user costs two small queries. Embedding errors
-    (TransientLLMError, PermanentLLMError) propagate; what was embedded before them stays
-    parked and is not embedded again."""
+    (TransientProviderError, PermanentProviderError) propagate; what was embedded before
+    them stays parked and is not embedded again."""
     embedder = target_embedder(model, dim, settings)
     url = settings.resolved_database_url
     embedded = 0
@@ -77,7 +77,7 @@ def run_reembed_user(
             swapped = reembed.swap_if_complete(session, user_id, model=model, dim=dim)
         if swapped is not None:
             log.info("user %s now serves %s: %d vectors swapped", user_id, model, swapped)
-            index_if_large(settings, user_id, model, dim)
+            index_if_large(settings, user_id, model, embedder.capabilities)
             return ReembedOutcome(user_id, embedded, swapped)
     log.warning(
         "user %s: memories kept arriving with another embedder; set MEMLANE_EMBEDDING_MODEL "

@@ -17,15 +17,23 @@ from typing import Literal
 
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import context_items, conversations, jobs, memories
+from memlane.models.store import (
+    context_items,
+    conversations,
+    dedup_reads,
+    fingerprints,
+    jobs,
+    memories,
+)
 from memlane.models.tables import Job
 from memlane.pipeline import dedup, tiers
 from memlane.pipeline.backoff import compute_backoff
 from memlane.pipeline.errors import ExtractionError, MemlaneError
+from memlane.pipeline.fingerprints import suppressed_indices
 from memlane.pipeline.offline_extractor import extract_offline
 from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.embedders import get_embedder
-from memlane.workers.errors import PermanentLLMError, TransientLLMError
+from memlane.workers.errors import PermanentProviderError, TransientProviderError
 from memlane.workers.indexing import index_if_large
 
 log = logging.getLogger("memlane.worker")
@@ -104,13 +112,13 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
             )
             extraction = result.extraction
             usage = (settings.llm_model, result.tokens_in, result.tokens_out, result.cost_usd)
-    except TransientLLMError as exc:
+    except TransientProviderError as exc:
         return _retry_or_fail(
             settings, job_id, exc, attempts, settings.llm_max_retries + 1, exc.retry_after
         )
     except ExtractionError as exc:
         return _retry_or_fail(settings, job_id, exc, attempts, MAX_INVALID_ANSWER_ATTEMPTS, None)
-    except PermanentLLMError as exc:
+    except PermanentProviderError as exc:
         return _fail(settings, job_id, exc)
     except Exception as exc:  # recorded on the job, never lost; re-raised by nobody
         log.exception("extract job %s failed unexpectedly", job_id)
@@ -118,15 +126,10 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
 
     latency_ms = (time.perf_counter() - started) * 1000
     with unit_of_work(url) as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            return StageOutcome("skipped", detail=GONE)
-        if job.status != "running" or job.stage != "extract":
-            return StageOutcome("skipped", detail="another worker finished this stage")
         model, tokens_in, tokens_out, cost = usage
-        jobs.extracted(
+        handed_over = jobs.extracted(
             session,
-            job,
+            job_id,
             extraction=extraction.model_dump(mode="json"),
             model=model,
             tokens_in=tokens_in,
@@ -135,6 +138,10 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
             latency_ms=round(latency_ms, 3),
             now=utcnow(),
         )
+        if not handed_over:
+            if session.get(Job, job_id) is None:
+                return StageOutcome("skipped", detail=GONE)
+            return StageOutcome("skipped", detail="another worker finished this stage")
     return StageOutcome("store")
 
 
@@ -148,12 +155,9 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
-        stated_at = {
-            m.seq: m.created_at
-            for m in conversations.messages_between(
-                session, conversation_id, job.window_start_seq, window_end
-            )
-        }
+        stated_at = conversations.stated_times(
+            session, conversation_id, job.window_start_seq, window_end
+        )
 
     try:
         sightings = [
@@ -177,12 +181,26 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
             job = current
             if job.status != "running" or job.stage != "store":
                 return StageOutcome("skipped", detail="another worker finished this stage")
-            known = memories.dedup_candidates(
+            known = dedup_reads.candidates(
                 session,
                 user_id,
                 [s.keywords for s in sightings],
                 threshold=settings.dedup_threshold,
             )
+            secret, prints = fingerprints.read(session, user_id)
+            kept_out = set(
+                suppressed_indices(
+                    [(s.memory.content, s.keywords) for s in sightings],
+                    known,
+                    secret,
+                    prints,
+                    threshold=settings.dedup_threshold,
+                    min_keywords=settings.dedup_min_keywords,
+                )
+            )
+            if kept_out:  # purged facts said again: not stored (pipeline/fingerprints.py)
+                sightings = [s for i, s in enumerate(sightings) if i not in kept_out]
+                vectors = [v for i, v in enumerate(vectors) if i not in kept_out]
             plan = dedup.plan(
                 sightings,
                 known,
@@ -209,6 +227,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                     [(b.memory_id, b.increment, b.importance, b.confidence) for b in plan.bumps],
                     {m.id: m for m in known},
                 ),
+                now=now,
             )
             context_items.save_episode(
                 session,
@@ -220,15 +239,16 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 embedding=episode_vector,
                 embedding_model=embedder.name,
             )
+            job.suppressed = len(kept_out) + sum(len(f.sighting_indices) for f in plan.forgotten)
             jobs.done(session, job, now=now)
-    except TransientLLMError as exc:  # the embedding API
+    except TransientProviderError as exc:  # the embedding API
         return _retry_or_fail(
             settings, job_id, exc, attempts, settings.llm_max_retries + 1, exc.retry_after
         )
     except Exception as exc:
         log.exception("store job %s failed", job_id)
         return _fail(settings, job_id, exc)
-    index_if_large(settings, user_id, embedder.name, embedder.dim)
+    index_if_large(settings, user_id, embedder.name, embedder.capabilities)
     return StageOutcome("done")
 
 

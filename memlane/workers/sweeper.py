@@ -1,5 +1,6 @@
-"""Periodic recovery: jobs whose broker message may be lost, and conversation tails that
-no 5th assistant message will ever trigger."""
+"""Periodic recovery and upkeep: jobs whose broker message may be lost, conversation
+tails that no 5th assistant message will ever trigger, and retention (message texts and
+context packs older than the operator keeps them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import datetime, timedelta
 
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import conversations, jobs, memories
+from memlane.models.store import conversations, jobs, memories, retention
 from memlane.pipeline.cadence import tail_windows
 from memlane.workers.runner import utcnow
 
@@ -18,6 +19,8 @@ class SweepResult:
     extract: list[str] = field(default_factory=list)
     store: list[str] = field(default_factory=list)
     tails: int = 0
+    messages_purged: int = 0
+    packs_deleted: int = 0
 
 
 def sweep(
@@ -56,10 +59,22 @@ def sweep(
             )
             result.extract.extend(created)
             result.tails += len(created)
+    if settings.message_retention_days is not None:
+        with unit_of_work(settings.resolved_database_url) as session:
+            cutoff = now - timedelta(days=settings.message_retention_days)
+            result.messages_purged = retention.purge_messages(session, said_before=cutoff, now=now)
+            retention.clear_extractions(session, finished_before=cutoff)
+    if settings.pack_retention_days is not None:
+        with unit_of_work(settings.resolved_database_url) as session:
+            result.packs_deleted = retention.delete_packs(
+                session, assembled_before=now - timedelta(days=settings.pack_retention_days)
+            )
     return result
 
 
-def record_access(memory_ids: list[str], accessed_at: str | list[str], settings: Settings) -> int:
+def move_accessed_at_forward(
+    memory_ids: list[str], accessed_at: str | list[str], settings: Settings
+) -> int:
     """Move accessed_at of the memories forward (never back). `accessed_at` is one ISO
     moment for all of them, or one per id (the batch form: ids coalesced over a short
     interval, each with the latest moment it was used at). One statement per moment, in

@@ -11,7 +11,7 @@ from sqlalchemy.exc import OperationalError
 from memlane.config.settings import get_settings
 from memlane.workers import reembed, runner, sweeper
 from memlane.workers.app import app
-from memlane.workers.errors import TransientLLMError
+from memlane.workers.errors import TransientProviderError
 
 # Only a lost database connection is retried by Celery itself; model errors are handled
 # (and recorded on the job row) by the stage runner.
@@ -44,7 +44,7 @@ def store(self: Task, job_id: str) -> str:
 @app.task(name="memlane.record_access", **_DB_RETRY)
 def record_access(memory_ids: list[str], accessed_at: str | list[str]) -> int:
     """accessed_at: one ISO moment for all the ids, or one per id (the batch form)."""
-    return sweeper.record_access(memory_ids, accessed_at, get_settings())
+    return sweeper.move_accessed_at_forward(memory_ids, accessed_at, get_settings())
 
 
 @app.task(name="memlane.sweep", **_DB_RETRY)
@@ -54,7 +54,13 @@ def sweep() -> dict[str, int]:
         extract.apply_async((job_id,))
     for job_id in result.store:
         store.apply_async((job_id,))
-    return {"extract": len(result.extract), "store": len(result.store), "tails": result.tails}
+    return {
+        "extract": len(result.extract),
+        "store": len(result.store),
+        "tails": result.tails,
+        "messages_purged": result.messages_purged,
+        "packs_deleted": result.packs_deleted,
+    }
 
 
 @app.task(name="memlane.reembed_user", bind=True, **_DB_RETRY)
@@ -63,7 +69,7 @@ def reembed_user(self: Task, user_id: str, model: str, dim: int) -> dict[str, An
     settings = get_settings()
     try:
         outcome = reembed.run_reembed_user(user_id, model, dim, settings)
-    except TransientLLMError as exc:  # the embedding API; what was done so far is kept
+    except TransientProviderError as exc:  # the embedding API; what was done so far is kept
         raise self.retry(
             countdown=exc.retry_after or 10, max_retries=settings.llm_max_retries
         ) from exc

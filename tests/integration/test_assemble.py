@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
 
 import pytest
+from sqlalchemy import event
 
+from memlane.background import PackWriter
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
+from memlane.models.db import get_engine
+from memlane.pipeline.assembly_types import pack_json
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.tokens import count_tokens, encoding_for_model
 
@@ -116,3 +121,37 @@ def test_the_info_log_line_of_an_assembly_holds_no_query_or_user(
             lane.assemble("u-secret-9", "penicillin?")
             lane.flush()
         assert "penicillin?" in caplog.text  # the whole pack, for debugging
+
+
+def test_packs_handed_over_together_share_one_transaction_and_a_flush_does_not_wait(
+    db_url: str, now: datetime
+) -> None:
+    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
+        seed(lane, now)
+        results = [
+            lane.assemble("maya", query, budget_tokens=2000, now=now)
+            for query in ("typescript", "lisbon", "java")
+        ]
+        lane.flush()
+    commits: list[object] = []
+
+    def committed(connection: object) -> None:
+        commits.append(connection)
+
+    engine = get_engine(db_url)
+    event.listen(engine, "commit", committed)
+    writer = PackWriter(db_url, linger_s=60.0)  # far longer than the flush below allows
+    try:
+        for result in results:
+            writer.submit({**result.pack_data, "pack_id": result.pack_id + "_b"})
+        started = time.monotonic()
+        writer.flush(timeout=20.0)
+        assert time.monotonic() - started < 20.0
+    finally:
+        event.remove(engine, "commit", committed)
+        writer.close()
+    assert len(commits) == 1
+    with Memlane(load_settings(database_url=db_url)) as reader:
+        for result in results:
+            stored = reader.pack(result.pack_id + "_b")
+            assert stored == {**pack_json(result.pack_data), "pack_id": result.pack_id + "_b"}

@@ -93,9 +93,8 @@ def test_the_http_api_takes_both_formats(api: TestClient, pg: str) -> None:
                     break
                 time.sleep(0.1)
         assert api.get(f"/v1/jobs/{job_id}").json()["status"] == "done"
-    memories = api.get("/v1/users/maya/memories").json()
-    items = memories if isinstance(memories, list) else memories["memories"]
-    assert_memories_are_what_the_user_said([m["content"] for m in items])
+    memories = api.get("/v1/users/maya/memories").json()["memories"]
+    assert_memories_are_what_the_user_said([m["content"] for m in memories])
 
 
 def test_the_http_api_names_a_mixed_transcript(api: TestClient, pg: str) -> None:

@@ -108,6 +108,26 @@ def test_the_demo_runs_end_to_end_offline_in_under_30_seconds(tmp_path: Path) ->
     assert "heavy modules: -" in done.stderr  # the offline extractor: no litellm, no Celery
 
 
+def test_the_demo_hint_works_as_printed_without_an_activated_venv(tmp_path: Path) -> None:
+    bare = {"PATH": "/usr/bin:/bin", "COLUMNS": "80"}  # .venv/bin not on PATH
+    done = process(["demo", "--budget", "600"], cwd=tmp_path, env=bare)
+    assert done.returncode == 0, done.stderr
+
+    hint = done.stdout.split("Explore the same store:\n", 1)[1].splitlines()
+    assert len(hint) == 3 and all(line.startswith("  ") for line in hint)  # one line each
+    assert hint[2].endswith("--format json")  # not cut at 80 columns
+    shell = subprocess.run(
+        ["/bin/bash", "-c", "set -e\n" + "\n".join(hint)],
+        cwd=tmp_path,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}, **bare},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shell.returncode == 0, shell.stderr
+    assert "memories" in shell.stdout and '"pack_id": "pack_' in shell.stdout
+
+
 def test_the_demo_starts_from_a_fresh_database_each_run(tmp_path: Path) -> None:
     db = tmp_path / "demo.db"
     first = CliRunner().invoke(app, ["demo", "--db", str(db), "--budget", "600"])
@@ -158,6 +178,29 @@ def test_enqueue_reads_jsonl_from_stdin(sqlite_url: str) -> None:
     assert count(sqlite_url, Message) == 4
 
 
+def test_enqueue_that_makes_no_job_says_why(sqlite_url: str, tmp_path: Path) -> None:
+    turns = [
+        {"role": role, "content": f"I prefer Postgres, turn {i}."}
+        for i in range(3)
+        for role in ("user", "assistant")
+    ]
+    body = {"conversation_id": "c1", "user_id": "u1", "messages": turns}
+    (tmp_path / "short.json").write_text(json.dumps(body))
+    short = cli(sqlite_url, "enqueue", str(tmp_path / "short.json"))
+
+    assert short.exit_code == 0, short.stderr
+    assert short.stdout == ""  # no job id
+    assert "0 job(s)" in short.stderr
+    assert (
+        "no job for c1: no extraction due yet: the conversation has 3 assistant message(s) "
+        "and one is due every 5 (the next after 2 more)" in " ".join(short.stderr.split())
+    )
+    final = cli(sqlite_url, "enqueue", "--final", str(tmp_path / "short.json"))
+    assert final.stdout.startswith("job_") and "no job" not in final.stderr
+    again = cli(sqlite_url, "enqueue", "--final", str(tmp_path / "short.json"))
+    assert "no job for c1: every message is already covered" in " ".join(again.stderr.split())
+
+
 @pytest.mark.parametrize(
     ("name", "text", "where", "problem"),
     [
@@ -204,11 +247,18 @@ def test_a_failed_job_exits_1_naming_it_and_can_be_retried(tmp_path: Path) -> No
     assert len(errors) == len(job_ids)
     for job_id, line in zip(sorted(job_ids), sorted(errors), strict=True):
         assert line.startswith(
-            f"error: job {job_id} failed: TransientLLMError: could not reach openai/x"
+            f"error: job {job_id} failed: TransientProviderError: could not reach openai/x"
         )
 
     listed = cli(url, "jobs", "list", "--status", "failed", "--json")
     assert sorted(j["id"] for j in json.loads(listed.stdout)) == sorted(job_ids)
+    table = cli(url, "jobs", "list", "--status", "failed", COLUMNS="80").stdout
+    assert max(len(line) for line in table.splitlines()) <= 80
+    rows = [line.split() for line in table.splitlines() if line.strip().startswith("job_")]
+    # one line per job: the id and status whole, the error cut short on the same line
+    assert sorted(row[0] for row in rows) == sorted(job_ids)
+    assert all(row[1:3] == ["maya", "failed"] and row[-1].endswith("…") for row in rows), table
+    assert all(row[6].startswith("TransientProvider") for row in rows), table
 
     # the offline extractor (no MEMLANE_LLM_MODEL) takes the retried job through
     retried = cli(url, "jobs", "retry", job_ids[0])
@@ -438,13 +488,41 @@ def test_packs_show_returns_the_pack_an_assembly_logged(db_url: str) -> None:
     assembled = json.loads(cli(db_url, "assemble", "--user", "u1", "--format", "json").stdout)
     pack_id = assembled["pack"]["pack_id"]
 
-    shown = cli(db_url, "packs", "show", pack_id)
+    shown = cli(db_url, "packs", "show", pack_id, "--json")
 
     assert shown.exit_code == 0, shown.stderr
-    assert json.loads(shown.stdout) == assembled["pack"]
+    raw = json.loads(shown.stdout)
+    texts = [item.pop("text") for item in raw["items"]]
+    assert raw == assembled["pack"]  # the pack as logged, each item with its text
+    assert texts == ["Prefers Postgres for every new service."]
     missing = cli(db_url, "packs", "show", "pack_nope")
     assert missing.exit_code == 1
     assert missing.stderr.startswith("error: no context pack 'pack_nope'")
+
+
+def test_packs_show_renders_a_table_at_80_columns(sqlite_url: str) -> None:
+    long = "Prefers long walks along the river before work, every single day of the week."
+    add_memory(sqlite_url, "u1", long, "--importance", "0.9")
+    add_memory(sqlite_url, "u1", "Likes tea.", "--importance", "0.2")
+    done = cli(sqlite_url, "assemble", "--user", "u1", "--budget", "60", "--format", "json")
+    pack = json.loads(done.stdout)["pack"]
+    table = cli(sqlite_url, "packs", "show", pack["pack_id"], COLUMNS="80").stdout
+
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert pack["pack_id"] in table and "item" in lines[2] and "in/out" in lines[2]
+    rows = {line.split()[0]: line.split() for line in lines if line[:4].strip().isdigit()}
+    by_ref = {str(item["ref"]): item for item in pack["items"]}
+    assert set(rows) == set(by_ref)  # every item, by the short id the context shows
+    for ref, row in rows.items():
+        item = by_ref[ref]
+        assert row[1:5] == ["memory", item["tier"], f"{item['score']:.3f}", str(item["tokens"])]
+        short = {"over_memory_share": "share", "over_budget": "budget"}
+        out = ["out:", short.get(item["drop_reason"], "?")]
+        assert row[5:7] == (["in", *row[6:7]] if item["included"] else out), table
+    assert not all(item["included"] for item in pack["items"])  # a drop shown
+    flat = " ".join(table.split())
+    assert "Likes tea." in flat and "every single day of the week." in flat
 
 
 def test_debug_lets_the_exception_through(sqlite_url: str) -> None:

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -29,7 +30,7 @@ from memlane.client_errors import (
     Unauthorized,
     Unavailable,
 )
-from memlane.models.schemas import MemoryPublic
+from memlane.models.schemas import FleetStatus, MemoryPublic
 from memlane.pipeline.errors import NotFoundError, TranscriptError
 from tests.integration.conftest import _truncate as truncate
 
@@ -90,12 +91,10 @@ def server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Se
 
 
 @pytest.fixture(scope="module")
-def unready(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    # A broker that answers nothing: /readyz is 503 for as long as the server runs.
-    broker = f"redis://127.0.0.1:{free_port()}/0"
-    yield from serve(
-        tmp_path_factory.mktemp("api"), MEMLANE_DATABASE_URL=pg_url, MEMLANE_BROKER_URL=broker
-    )
+def unready(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # A database that answers nothing: /readyz is 503 for as long as the server runs.
+    database = f"postgresql+psycopg://memlane@127.0.0.1:{free_port()}/memlane"
+    yield from serve(tmp_path_factory.mktemp("api"), MEMLANE_DATABASE_URL=database)
 
 
 def test_every_route_of_the_openapi_document_has_a_method_in_both_clients() -> None:
@@ -130,21 +129,41 @@ def test_the_sync_client_drives_the_whole_api(server: Server) -> None:
             memlane.retry_job(result.job_ids[0])  # done, not failed
         assert memlane.sweep_jobs().extract == []  # nothing left queued
 
-        stored = memlane.list_memories(user)
+        stored = memlane.list_memories(user).memories
         assert "User lives in Porto." in [m.content for m in stored]
         assert all(isinstance(m, MemoryPublic) for m in stored)
         added = memlane.add_memory(user, "User's name is Maya.", tier="verified")
         assert memlane.get_memory(user, added.id) == added
         assert memlane.pin(user, added.id).tier == "pinned"
         assert memlane.update_memory(user, added.id, sensitive=True).sensitive
+        again = memlane.add_memory(user, "user's name is maya")  # a duplicate: confirmed
+        assert again.id == added.id and again.access_count == 2
+        when = datetime(2030, 1, 1, tzinfo=UTC)
+        edited = memlane.update_memory(
+            user, added.id, content="User's name is Maya Silva.", importance=0.9, expires_at=when
+        )
+        assert (edited.content, edited.importance, edited.expires_at) == (
+            "User's name is Maya Silva.", 0.9, when
+        )  # fmt: skip
+        assert memlane.update_memory(user, added.id, clear_expiry=True).expires_at is None
+        events = memlane.memory_history(user, added.id)
+        assert [e.kind for e in events] == [
+            "created", "pinned", "marked_sensitive", "confirmed", "edited", "edited"
+        ]  # fmt: skip
+        assert {e.actor for e in events} == {"api"}  # the test key has no name
         memlane.forget(user, added.id)
-        assert added.id not in [m.id for m in memlane.list_memories(user)]
-        assert memlane.list_memories(user, status="deleted", limit=5)[0].id == added.id
+        assert added.id not in [m.id for m in memlane.iter_memories(user)]
+        assert memlane.list_memories(user, status="deleted", limit=5).memories[0].id == added.id
+        memlane.purge(user, added.id)
+        assert [e.kind for e in memlane.memory_history(user, added.id)] == ["purged"]
 
         soul = memlane.set_soul_block(user, "style", "Answer briefly.")
         assert memlane.soul_blocks(user) == [soul]
         procedure = memlane.add_procedure(user, "deploy", "Run the checks, then tag.")
         assert memlane.procedures(user) == [procedure]
+        memlane.delete_procedure(user, "deploy")
+        memlane.delete_soul_block(user, "style")
+        assert memlane.procedures(user) == [] and memlane.soul_blocks(user) == []
 
         hits = memlane.search(user, "where does the user live?", limit=2)
         assert hits[0].memory.content == "User lives in Porto." and len(hits) == 2
@@ -163,8 +182,16 @@ def test_the_sync_client_drives_the_whole_api(server: Server) -> None:
 
         assert "memlane_" in memlane.metrics()
 
+        exported = memlane.export_user(user, messages=True)
+        assert exported.splitlines()[0].startswith('{"kind":"memlane-export"')
+        with pytest.raises(Conflict):  # its own ids are stored
+            memlane.import_user(user, exported)
+        assert memlane.import_user(user, exported, merge=True).imported["memories"] == 0
+        deleted = memlane.delete_conversation(user, "client-sync-c1")
+        assert deleted.conversation_id == "client-sync-c1" and deleted.deleted["messages"] > 0
+        assert "User lives in Porto." not in [m.content for m in memlane.iter_memories(user)]
         erased = memlane.erase_user(user)
-        assert erased.user_id == user and memlane.list_memories(user, status="all") == []
+        assert erased.user_id == user and memlane.list_memories(user, status="all").memories == []
 
 
 def test_errors_are_typed_from_the_apis_codes(server: Server) -> None:
@@ -186,7 +213,7 @@ def test_the_address_and_key_come_from_the_environment(
     monkeypatch.setenv("MEMLANE_CLIENT_URL", server.url)
     monkeypatch.setenv("MEMLANE_CLIENT_KEY", KEY)
     with Client() as memlane:
-        assert memlane.list_memories("client-env") == []
+        assert memlane.list_memories("client-env").next_cursor is None
 
 
 def test_a_503_is_retried_with_backoff_then_raised(unready: Server) -> None:
@@ -195,9 +222,16 @@ def test_a_503_is_retried_with_backoff_then_raised(unready: Server) -> None:
         with pytest.raises(Unavailable) as caught:
             memlane.ready()
         waited = time.monotonic() - started
-    assert caught.value.code == "not_ready" and "broker" in caught.value.details["checks"]
+    assert caught.value.code == "not_ready" and "database" in caught.value.details["checks"]
     assert unready.requests_to("/readyz") == 3  # the first try and two retries
     assert waited >= 0.1 + 0.2
+
+
+def test_the_fleet_status_is_a_typed_answer(server: Server) -> None:
+    with Client(server.url, api_key=KEY) as memlane:
+        status = memlane.status()
+    assert isinstance(status, FleetStatus)
+    assert (status.status, status.mode) == ("ok", "embedded")
 
 
 def test_an_unreachable_api_is_a_clear_error() -> None:
@@ -217,14 +251,18 @@ def test_the_async_client_drives_the_api(server: Server) -> None:
             assert set((await memlane.wait(result.job_ids, timeout=60)).values()) == {"done"}
             added = await memlane.add_memory(user, "User's name is Maya.")
             await memlane.pin(user, added.id)
-            contents = [m.content for m in await memlane.list_memories(user)]
+            contents = [m.content for m in (await memlane.list_memories(user)).memories]
             answer = await memlane.context(user, "where does the user live?", budget_tokens=800)
+            await memlane.update_memory(user, added.id, content="User's name is Maya Silva.")
+            history = await memlane.memory_history(user, added.id)
+            assert [e.kind for e in history] == ["created", "pinned", "edited"]
             await memlane.forget(user, added.id)
+            await memlane.purge(user, added.id)
             try:
                 await memlane.get_memory(user, "mem_nope")
             except NotFound as exc:
                 missing = exc.code
-            left = [m.id for m in await memlane.list_memories(user)]
+            left = [m.id async for m in memlane.iter_memories(user, page_size=1)]
             assert added.id not in left
             return contents, answer.context + missing, left
 

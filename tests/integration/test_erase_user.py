@@ -41,7 +41,12 @@ def talk(lane: Memlane, user: str, word: str) -> None:
         }
     )
     lane.flush()
-    lane.add_memory(user, {"content": f"Keeps a {word} notebook.", "tier": "pinned"})
+    noted = lane.add_memory(user, {"content": f"Keeps a {word} notebook.", "tier": "pinned"})
+    # the edit's event keeps the old content; the memory keeps the word
+    lane.update_memory(user, noted.id, content=f"Keeps a {word} notebook and a pen.")
+    # a purged memory leaves a fingerprint under the user's secret
+    gone = lane.add_memory(user, {"content": f"Owns a {word} kettle from Kyoto."})
+    lane.purge(user, gone.id)
     lane.set_soul_block(user, "style", f"Answer like a {word} expert.")
     lane.add_procedure(user, "brew", f"Steep the {word} leaves for 3 minutes.")
     assert word in lane.assemble(user, f"{word} tea").text
@@ -66,7 +71,8 @@ def test_an_erased_user_leaves_no_row_anywhere(lane: Memlane, db_url: str, now: 
     other_before = hits(db_url, OTHER, "oolong")
     assert set(hits(db_url, VICTIM, CANARY)) >= {
         "conversations", "messages", "jobs", "memories", "memory_keywords", "episodes",
-        "soul_blocks", "procedures", "context_packs", "user_state",
+        "soul_blocks", "procedures", "context_packs", "user_state", "memory_events",
+        "user_secrets", "memory_fingerprints",
     }  # fmt: skip
     with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as reader:
         assert CANARY in reader.assemble(VICTIM, f"{CANARY} tea", now=now).text  # cached

@@ -135,8 +135,9 @@ def test_an_exact_name_reaches_the_context_only_through_the_lexical_half(
 ) -> None:
     lane = Memlane(load_settings(database_url=db_url, hybrid_lexical_weight=weight))
     try:
-        for i in range(40):
-            lane.add_memory("u1", {"content": f"User fixed flaky test number {i} in CI"})
+        for i in range(40):  # distinct enough not to be duplicates of one another
+            filler = f"User fixed flaky test number {i} in CI run r{i} on box b{i} at gate g{i}"
+            lane.add_memory("u1", {"content": filler})
         with unit_of_work(db_url) as s:  # no vector: only its words can find it
             name = memories.add(
                 s,

@@ -183,9 +183,10 @@ def test_a_body_that_is_not_json_is_told_so(client: TestClient) -> None:
         ({"content-type": "text/plain"}, json.dumps(transcript())),
         ({"content-type": "application/x-www-form-urlencoded"}, "user_id=u1"),
     ):
-        answer = client.post("/v1/transcripts", content=content, headers=headers)
-        assert answer.status_code == 422
-        assert "Content-Type: application/json" in answer.json()["error"]["message"]
+        for path in ("/v1/transcripts", "/v1/context", "/v1/users/u1/memories"):
+            answer = client.post(path, content=content, headers=headers)
+            assert answer.status_code == 422, path
+            assert "Content-Type: application/json" in answer.json()["error"]["message"]
 
 
 def test_files_are_read_as_the_api_reads_bodies(
@@ -236,3 +237,84 @@ def test_a_batch_is_written_whole_or_not_at_all(lane: Memlane, db_url: str, tmp_
     assert rows(db_url, "conversations") == before[0]
     results = lane.enqueue_many([lines[0], with_ids("c3", "I run.")])
     assert [r.stored_messages for r in results] == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("field", "body"),
+    [
+        ("user_id: contains a NUL", transcript(user_id="u\x00")),
+        ("user_id: contains a lone surrogate", transcript(user_id="u\udfff")),
+        ("user_id: contains '/'", transcript(user_id="team/ana")),
+        ("conversation_id: contains a NUL", transcript(conversation_id="c\x00")),
+        (
+            "messages.0.content: contains a lone surrogate",
+            transcript(messages=[{"role": "user", "content": "tea \ud800"}]),
+        ),
+    ],
+)
+def test_the_cli_and_the_api_give_one_verdict_on_a_file(
+    client: TestClient, db_url: str, tmp_path: Path, field: str, body: dict[str, Any]
+) -> None:
+    raw = json.dumps(body, ensure_ascii=True).encode()
+    (tmp_path / "bad.json").write_bytes(raw)
+    result = cli(db_url, "enqueue", str(tmp_path / "bad.json"))
+    assert result.exit_code == 2 and field in result.output, result.output
+    assert "Value error" not in result.output and "Error:" not in result.output
+    answer = client.post(
+        "/v1/transcripts", content=raw, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 422 and field in answer.json()["error"]["message"]
+    assert rows(db_url, "messages") == rows(db_url, "conversations") == 0
+
+
+def test_a_time_without_a_zone_is_utc_through_the_cli_too(db_url: str, tmp_path: Path) -> None:
+    (tmp_path / "naive.json").write_text(json.dumps(transcript()), encoding="utf-8")
+    result = cli(db_url, "enqueue", str(tmp_path / "naive.json"))
+    assert result.exit_code == 0, result.output
+    with get_engine(db_url).connect() as conn:
+        stamp = conn.execute(
+            select(Message.created_at).where(Message.content == "I prefer tea.")
+        ).scalar_one()
+    assert stamp.replace(tzinfo=stamp.tzinfo or UTC) == datetime(2026, 1, 10, 10, tzinfo=UTC)
+
+
+def test_a_user_id_is_read_alike_at_every_door(
+    lane: Memlane, client: TestClient, db_url: str
+) -> None:
+    lane.add_memory(" u1 ", {"content": "Likes green tea."})  # stripped, as the API strips
+    assert [m.user_id for m in lane.list_memories("u1")] == ["u1"]
+    assert "green tea" in lane.assemble("  u1", "tea").text
+    answer = client.post("/v1/context", json={"user_id": "u1 ", "query": "tea"})
+    assert "green tea" in answer.json()["context"]
+    for bad in ("", "   ", "u" * 201):
+        with pytest.raises(InvalidInputError, match="user_id"):
+            lane.assemble(bad, "tea")
+        answer = client.post("/v1/context", json={"user_id": bad, "query": "tea"})
+        assert answer.status_code == 422 and "user_id" in answer.text
+        result = cli(db_url, "assemble", "--user", bad, "--query", "tea")
+        assert result.exit_code == 2 and "user_id" in result.output, result.output
+
+
+def test_a_body_that_is_json_but_not_an_object_says_what_it_is(client: TestClient) -> None:
+    for body, kind in (("[{}]", "a list"), ("null", "null"), ("7", "a number")):
+        answer = client.post(
+            "/v1/transcripts", content=body, headers={"content-type": "application/json"}
+        )
+        message = answer.json()["error"]["message"]
+        assert answer.status_code == 422 and f"must be a JSON object, not {kind}" in message
+        assert "one transcript per request" in message
+    answer = client.post("/v1/context", content="[]", headers={"content-type": "application/json"})
+    assert "must be a JSON object, not a list" in answer.json()["error"]["message"]
+
+
+def test_a_bad_option_is_one_line_naming_it(db_url: str) -> None:
+    for args, named in (
+        (["assemble", "--user", "u1", "--budget", "1e30"], "'--budget'"),
+        (["assemble", "--user", "u1", "--strategy", "bogus"], "'--strategy'"),
+        (["memories", "add", "--user", "u1"], "'--content'"),
+    ):
+        result = cli(db_url, *args)
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 2 and len(lines) == 1, result.output
+        assert lines[0].startswith("error: ") and named in lines[0]
+        assert "Value error" not in lines[0] and "--help" in lines[0]

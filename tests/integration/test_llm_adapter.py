@@ -20,7 +20,7 @@ from memlane.pipeline.records import (
     StoredMessage,
 )
 from memlane.workers.embedders import LiteLLMEmbedder
-from memlane.workers.errors import PermanentLLMError, TransientLLMError
+from memlane.workers.errors import PermanentProviderError, TransientProviderError
 from memlane.workers.llm import call_extraction_llm, load_litellm
 from tests.llm_stub import LLMStub, malformed, ok, status, stub_vector, timeout
 
@@ -126,7 +126,7 @@ def test_the_request_carries_the_prompt_the_transcript_and_strict_json_settings(
 def test_a_server_error_is_transient_and_not_retried_behind_our_back(stub, window) -> None:
     stub.script([status(500), ok([PREFERENCE], EPISODE)])
 
-    with pytest.raises(TransientLLMError) as caught:
+    with pytest.raises(TransientProviderError) as caught:
         call(stub, window)
 
     assert caught.value.status_code == 500
@@ -138,7 +138,7 @@ def test_a_server_error_is_transient_and_not_retried_behind_our_back(stub, windo
 def test_retry_after_is_read_from_the_response(stub, window, code: int) -> None:
     stub.script([status(code, retry_after=7)])
 
-    with pytest.raises(TransientLLMError) as caught:
+    with pytest.raises(TransientProviderError) as caught:
         call(stub, window)
 
     assert caught.value.status_code == code
@@ -150,7 +150,7 @@ def test_a_timeout_is_transient(stub, window) -> None:
     stub.script([timeout(5.0)])
 
     started = time.monotonic()
-    with pytest.raises(TransientLLMError, match="did not answer in time"):
+    with pytest.raises(TransientProviderError, match="did not answer in time"):
         call(stub, window, timeout_s=0.5)
 
     assert time.monotonic() - started < 3.0  # one attempt, no silent retries
@@ -163,7 +163,7 @@ def test_an_unreachable_server_is_transient(window, litellm_module) -> None:
 
     # a connection error, not the "HTTP 500" litellm makes of it
     with pytest.raises(
-        TransientLLMError, match=r"could not reach .*MEMLANE_LLM_API_BASE"
+        TransientProviderError, match=r"could not reach .*MEMLANE_LLM_API_BASE"
     ) as caught:
         call(stub, window)
     assert "HTTP 500" not in str(caught.value) and caught.value.status_code is None
@@ -182,7 +182,7 @@ def test_a_malformed_answer_is_an_extraction_error_carrying_the_raw_text(stub, w
 def test_refusals_are_permanent(stub, window, code: int) -> None:
     stub.script([status(code)])
 
-    with pytest.raises(PermanentLLMError) as caught:
+    with pytest.raises(PermanentProviderError) as caught:
         call(stub, window)
 
     assert caught.value.status_code == code
@@ -227,10 +227,10 @@ def test_batches_are_cut_at_batch_size_and_blank_texts_are_not_sent(stub) -> Non
 def test_embedding_errors_are_classified_like_the_llms(stub) -> None:
     stub.script([status(500), status(401)])
 
-    with pytest.raises(TransientLLMError):
+    with pytest.raises(TransientProviderError):
         embedder(stub).embed(["a"])
     assert len(stub.embedding_requests) == 1  # the SDK's own retries are off
-    with pytest.raises(PermanentLLMError):
+    with pytest.raises(PermanentProviderError):
         embedder(stub).embed(["a"])
 
 

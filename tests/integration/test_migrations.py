@@ -1,16 +1,17 @@
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from hashlib import sha256
 from pathlib import Path
 
-from sqlalchemy import inspect, text
+from sqlalchemy import inspect, select, text
 
 from memlane.models import migrate
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import context_items, memories
-from memlane.models.tables import Base
+from memlane.models.store import context_items, memories, memory_events
+from memlane.models.tables import Base, MemoryEventRow
 from tests.integration.conftest import PG_ADMIN_URL, PG_DB
 
 
@@ -259,8 +260,30 @@ def _rows_before_0005(url: str) -> None:
 def _check_0005(url: str) -> None:
     migrate.upgrade(url, "0004")
     _rows_before_0005(url)
+    migrate.upgrade(url, "0005")
+    with get_engine(url).begin() as conn:  # mem_b made by job_1 from messages 1..3
+        conn.execute(
+            text(
+                "UPDATE memories SET source_job_id = 'job_1', source_from_seq = 1,"
+                " source_to_seq = 3 WHERE id = 'mem_b'"
+            )
+        )
     migrate.upgrade(url)
     with unit_of_work(url) as session:
+        # 0007: each memory's history starts with its creation
+        [made] = memory_events.history(session, "u1", "mem_b")
+        assert (made.kind, made.actor) == ("created", "worker")
+        assert made.at == datetime(2026, 1, 2, 10, tzinfo=UTC)  # its created_at
+        assert made.detail == {
+            "job_id": "job_1", "conversation_id": "c1", "from_seq": 1, "to_seq": 3
+        }  # fmt: skip
+        evidenced_by = select(MemoryEventRow.conversation_id).where(
+            MemoryEventRow.memory_id == "mem_b"
+        )
+        assert session.scalars(evidenced_by).all() == ["c1"]  # what deleting c1 reads
+        [by_hand] = memory_events.history(session, "u1", "mem_a")
+        assert (by_hand.kind, by_hand.actor, by_hand.detail) == ("created", "unknown", {})
+        assert [e.kind for e in memory_events.history(session, "u2", "mem_z")] == ["created"]
         b = memories.get(session, "u1", "mem_b")
         a = memories.get(session, "u1", "mem_a")
         # confirmed when message 3 was said, not when an assembly showed it
@@ -288,11 +311,11 @@ def _check_0005(url: str) -> None:
     migrate.upgrade(url)
 
 
-def test_0005_dates_by_messages_and_numbers_items_on_sqlite(tmp_path: Path) -> None:
+def test_0005_and_0007_date_number_and_start_histories_on_sqlite(tmp_path: Path) -> None:
     _check_0005(f"sqlite:///{tmp_path / 'm.db'}")
 
 
-def test_0005_dates_by_messages_and_numbers_items_on_postgres(pg_url: str) -> None:
+def test_0005_and_0007_date_number_and_start_histories_on_postgres(pg_url: str) -> None:
     import psycopg
 
     scratch = f"{PG_DB}_migration_0005"
@@ -302,6 +325,90 @@ def test_0005_dates_by_messages_and_numbers_items_on_postgres(pg_url: str) -> No
     url = pg_url.rsplit("/", 1)[0] + "/" + scratch
     try:
         _check_0005(url)
+    finally:
+        get_engine(url).dispose()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+
+
+def _check_0006(url: str) -> None:
+    """0006 takes "user" out of the keywords (not where the text says "users") and counts
+    each user's keywords from the index."""
+    migrate.upgrade(url, "0005")
+    memory = (
+        "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
+        " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
+        " confirmed_at, ref) VALUES (:id, :user, :content, 'fact', 0.5, 1.0, 'candidate',"
+        " :status, false, :keywords, 1, :t, :t, :t, :ref)"
+    )
+    rows = [
+        ("m1", "u1", "User likes Java", "active", ["java", "like", "user"]),
+        (
+            "m2",
+            "u1",
+            "User's team builds tools for users",
+            "deleted",
+            ["build", "team", "tool", "user"],
+        ),
+        ("m3", "u1", "User dislikes Java", "superseded", ["dislik", "java", "user"]),
+        ("m4", "u2", "User likes Java", "active", ["java", "like", "user"]),
+    ]
+    with get_engine(url).begin() as conn:
+        for ref, (memory_id, user, content, status, words) in enumerate(rows, start=1):
+            conn.execute(
+                text(memory),
+                {
+                    "id": memory_id,
+                    "user": user,
+                    "content": content,
+                    "status": status,
+                    "keywords": json.dumps(words),
+                    "ref": ref,
+                    "t": "2026-01-01 00:00:00+00:00",
+                },
+            )
+            for word in words:
+                conn.execute(
+                    text("INSERT INTO memory_keywords VALUES (:m, :k, :u)"),
+                    {"m": memory_id, "k": word, "u": user},
+                )
+    migrate.upgrade(url)
+    with unit_of_work(url) as session:
+        assert memories.get(session, "u1", "m1").keywords == ["java", "like"]
+        assert memories.get(session, "u1", "m2").keywords == ["build", "team", "tool", "user"]
+        counts = dict(
+            session.execute(
+                text("SELECT keyword, memories FROM memory_keyword_counts WHERE user_id = 'u1'")
+            ).all()
+        )
+    assert counts == {
+        "java": 2,
+        "like": 1,
+        "dislik": 1,
+        "build": 1,
+        "team": 1,
+        "tool": 1,
+        "user": 1,
+        "": 3,  # the memories indexed
+    }
+    migrate.downgrade(url, "0005")
+    migrate.upgrade(url)
+
+
+def test_0006_drops_the_subject_keyword_and_counts_keywords_on_sqlite(tmp_path: Path) -> None:
+    _check_0006(f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_0006_drops_the_subject_keyword_and_counts_keywords_on_postgres(pg_url: str) -> None:
+    import psycopg
+
+    scratch = f"{PG_DB}_migration_0006"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{scratch}"')
+    url = pg_url.rsplit("/", 1)[0] + "/" + scratch
+    try:
+        _check_0006(url)
     finally:
         get_engine(url).dispose()
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:

@@ -11,15 +11,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy.engine import make_url
 
 from memlane.api import create_app
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.pipeline.errors import BrokerUnavailableError, MemlaneError
+from tests.integration.conftest import PG_ADMIN_URL
 from tests.integration.fleet import WorkerProcess, fleet_env, job_statuses, wait_for_jobs
 
 pytestmark = pytest.mark.timeout(180)
@@ -121,3 +125,41 @@ def test_a_database_that_is_down_is_a_503_with_a_code() -> None:
         ):
             assert answer.status_code == 503, answer.text
             assert answer.json()["error"]["code"] in ("database_unavailable", "not_ready")
+
+
+@contextmanager
+def database_refused(url: str) -> Iterator[None]:
+    """The database refuses connections and drops the open ones (what a restart does to
+    its clients), for as long as the block runs; only this database, not the server."""
+    name = make_url(url).database
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        try:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+            yield
+        finally:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+
+
+def test_a_database_that_goes_away_is_a_503_and_comes_back_without_a_restart(pg: str) -> None:
+    with Memlane(load_settings(database_url=pg)) as lane:
+        lane.add_memory("u1", {"content": "Likes green tea in the morning."})
+        with TestClient(create_app(lane), raise_server_exceptions=False) as client:
+            ask = {"user_id": "u1", "query": "tea"}
+            assert client.post("/v1/context", json=ask).status_code == 200  # u1's view warm
+            with database_refused(pg):
+                for answer in (
+                    client.post("/v1/context", json=ask),  # the working set's change poll
+                    client.post("/v1/context", json={**ask, "user_id": "u2"}),  # a cold user
+                    client.get("/v1/users/u1/memories"),
+                    client.post("/v1/transcripts", json=transcript()),
+                    client.get("/readyz"),
+                ):
+                    assert answer.status_code == 503, answer.text
+                    assert answer.json()["error"]["code"] in ("database_unavailable", "not_ready")
+            answer = client.post("/v1/context", json=ask)
+            assert answer.status_code == 200 and "green tea" in answer.json()["context"]

@@ -7,6 +7,7 @@ here, must say the same (tests/unit/test_deployment.py reads it)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -61,15 +62,21 @@ def test_every_procfile_process_starts_by_its_command_line(
     assert set(commands) == {"release", "web", "worker", "extract", "beat", "flower"}
     web_port, flower_port = free_port(), free_port()
     bin_dir = str(Path(sys.executable).parent)  # memlane and celery, as installed
-    env = {
-        **os.environ,
-        **fleet_env(pg, redis_url),
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    deployment = {
+        "MEMLANE_DATABASE_URL": pg,
+        "MEMLANE_BROKER_URL": redis_url,
         "PORT": str(web_port),
         "FLOWER_PORT": str(flower_port),
         "FLOWER_BASIC_AUTH": f"{AUTH[0]}:{AUTH[1]}",
         "MEMLANE_WORKER_CONCURRENCY": "1",
         "MEMLANE_EXTRACT_CONCURRENCY": "2",
+    }
+    assert set(deployment) == set(readme_variables())  # the README names what is set here
+    env = {
+        **os.environ,
+        **fleet_env(pg, redis_url),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        **deployment,
     }
     release = subprocess.run(
         ["/bin/sh", "-c", commands["release"]], cwd=ROOT, env=env, capture_output=True, timeout=120
@@ -99,12 +106,36 @@ def test_every_procfile_process_starts_by_its_command_line(
             seen = httpx.get(f"{flower}?refresh=1", auth=AUTH, timeout=20).json()
             time.sleep(0.5)
         assert {name.split("@")[0] for name in seen} == {"worker", "extract"}, logs()
+        # Flower serves /metrics to anyone, basic auth or not: the README says so, and how
+        # to keep it private.
+        metrics = httpx.get(f"http://127.0.0.1:{flower_port}/metrics", timeout=10)
+        assert metrics.status_code == 200 and "flower_" in metrics.text
         assert "beat: Starting" in (tmp_path / "beat.log").read_text(), logs()
         for name, proc in running.items():
             assert proc.poll() is None, f"{name} exited\n{logs()}"
     finally:
         for proc in running.values():
             stop(proc)
+
+
+def readme_deployment() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.split("\n## Deployment\n", 1)[1].split("\n## ", 1)[0]
+
+
+def readme_variables() -> list[str]:
+    """The variables of the README's deployment table (its first column)."""
+    table = readme_deployment().split("| variable | for |", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^\| `([A-Z_]+)` \|", table, flags=re.M)
+
+
+def test_the_readme_deployment_is_the_procfile_this_test_runs() -> None:
+    block = readme_deployment().split("```Procfile\n", 1)[1].split("```", 1)[0]
+    assert block == (ROOT / "Procfile").read_text(encoding="utf-8")
+    assert len(readme_variables()) == 7
+    for name, command in procfile().items():
+        for variable in re.findall(r"\$\{(\w+)", command):
+            assert variable in readme_variables(), (name, variable)
 
 
 def ping_all(redis_url: str, *, expected: int, timeout: float = 60.0) -> list[str]:

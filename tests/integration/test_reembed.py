@@ -17,7 +17,7 @@ from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import memories, reembed
+from memlane.models.store import memories, memory_changes, reembed
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.hashing_embedder import hashing_embed
 from memlane.pipeline.keywords import keywords
@@ -96,7 +96,7 @@ def test_run_reembed_user_moves_one_user_skips_deleted_and_is_idempotent(
     forgotten = add(db_url, now, "User's old address")
     other = add(db_url, now, "User likes coffee", user="u2")
     with unit_of_work(db_url) as s:
-        memories.set_status(s, "u1", forgotten, "deleted")
+        memory_changes.set_status(s, "u1", forgotten, "deleted")
         assert reembed.users_to_reembed(s, model=NEW, dim=128) == ["u1", "u2"]
 
     outcome = run_reembed_user("u1", NEW, 128, settings, page_size=1)

@@ -120,3 +120,52 @@ def test_idle_conversations_are_those_with_unread_messages_and_no_recent_message
     with unit_of_work(db_url) as s:
         idle = conversations.idle_conversations(s, idle_since=now + timedelta(minutes=30))
     assert [c.id for c in idle] == ["old"]
+
+
+def test_a_transcript_and_its_jobs_are_stored_in_a_fixed_number_of_statements(
+    db_url: str, now: datetime
+) -> None:
+    # The enqueue runs inside the chat app's request: storing a transcript's messages and
+    # its jobs costs the same few statements whatever its length (one executemany for the
+    # messages, one INSERT for the jobs), not one per message or per job.
+    from sqlalchemy import event
+
+    from memlane.models.db import get_engine
+    from memlane.models.store import jobs
+    from memlane.pipeline.cadence import due_windows
+
+    sent: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:  # type: ignore[no-untyped-def]
+        sent.append(statement)
+
+    engine = get_engine(db_url)
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        for size, conversation in ((4, "short"), (40, "long")):
+            sent.clear()
+            with unit_of_work(db_url) as s:
+                saved = conversations.save_transcript(
+                    s, transcript(size, conversation=conversation), now=now
+                )
+                windows = due_windows(
+                    assistant_seqs=saved.assistant_seqs,
+                    message_count=saved.message_count,
+                    extracted_to_seq=saved.extracted_to_seq,
+                    every=5,
+                    window=20,
+                    final=True,
+                )
+                created = jobs.create_jobs(
+                    s,
+                    conversation_id=saved.conversation_id,
+                    user_id=saved.user_id,
+                    windows=windows,
+                    now=now,
+                )
+            assert saved.stored == size and len(created) == len(windows) >= 1
+            assert saved.assistant_seqs == list(range(1, size, 2))
+            assert len(sent) <= 7, sent
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert message_count(db_url) == 44

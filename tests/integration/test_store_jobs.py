@@ -59,9 +59,9 @@ def test_stage_handover_done_and_redelivery_is_a_no_op(db_url: str, now: datetim
     with unit_of_work(db_url) as s:
         job = jobs.claim(s, job_id, stage="extract", now=now, stale_after=STALE)
         assert job is not None
-        jobs.extracted(
+        assert jobs.extracted(
             s,
-            job,
+            job_id,
             extraction={"memories": []},
             model="offline",
             tokens_in=10,
@@ -71,6 +71,18 @@ def test_stage_handover_done_and_redelivery_is_a_no_op(db_url: str, now: datetim
             now=now,
         )
     with unit_of_work(db_url) as s:
+        # a second extract worker's result is not written over the handed-over job
+        assert not jobs.extracted(
+            s,
+            job_id,
+            extraction={"memories": [{"content": "late"}]},
+            model="other",
+            tokens_in=1,
+            tokens_out=1,
+            cost_usd=None,
+            latency_ms=1.0,
+            now=now,
+        )
         assert jobs.claim(s, job_id, stage="extract", now=now, stale_after=STALE) is None
         job = jobs.claim(s, job_id, stage="store", now=now, stale_after=STALE)
         assert job is not None and job.extraction == {"memories": []}

@@ -6,11 +6,12 @@ import pytest
 
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import assembly_reads, memories
+from memlane.models.store import assembly_reads, dedup_reads, memories, memory_changes
 from memlane.pipeline import dedup
 from memlane.pipeline.errors import NotFoundError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import ExtractedMemory
+from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
 
 
 def add(url: str, now: datetime, content: str, *, user: str = "u1", vector=None, **fields):
@@ -33,7 +34,7 @@ def test_dedup_candidates_come_from_the_keyword_index_of_that_user_only(
     add(db_url, now, "User prefers TypeScript for frontend work", user="u2")
     add(db_url, now, "User lives in Lisbon with two cats")
     with unit_of_work(db_url) as s:
-        found = memories.dedup_candidates(
+        found = dedup_reads.candidates(
             s, "u1", [keywords("The user prefers TypeScript in frontend code")], threshold=0.6
         )
     assert [m.id for m in found] == [same.id]
@@ -44,7 +45,7 @@ def test_candidates_sharing_too_few_keywords_to_reach_the_threshold_are_not_read
 ) -> None:
     add(db_url, now, "User prefers TypeScript")  # shares 1 of the 5 new keywords
     with unit_of_work(db_url) as s:
-        found = memories.dedup_candidates(
+        found = dedup_reads.candidates(
             s, "u1", [keywords("User prefers Rust for embedded firmware")], threshold=0.6
         )
     assert found == []
@@ -78,8 +79,12 @@ def test_apply_plan_inserts_bumps_and_supersedes(db_url: str, now: datetime) -> 
         dedup.Sighting.of(m, conversation_id="c9", new_from_seq=0, end_seq=9) for m in extracted
     ]
     with unit_of_work(db_url) as s:
-        known = memories.dedup_candidates(s, "u1", [x.keywords for x in sightings], threshold=0.6)
-        plan = dedup.plan(sightings, known, now=later)
+        known = dedup_reads.candidates(
+            s, "u1", [x.keywords for x in sightings], threshold=DEDUP_THRESHOLD
+        )
+        plan = dedup.plan(
+            sightings, known, now=later, threshold=DEDUP_THRESHOLD, min_keywords=DEDUP_MIN_KEYWORDS
+        )
         inserted = memories.apply_plan(
             s,
             plan,
@@ -107,9 +112,9 @@ def test_apply_plan_inserts_bumps_and_supersedes(db_url: str, now: datetime) -> 
 def test_management_changes_are_scoped_to_the_owner(db_url: str, now: datetime) -> None:
     memory = add(db_url, now, "User's name is Maya")
     with pytest.raises(NotFoundError), unit_of_work(db_url) as s:
-        memories.set_tier(s, "someone-else", memory.id, "pinned")
+        memory_changes.set_tier(s, "someone-else", memory.id, "pinned")
     with unit_of_work(db_url) as s:
-        assert memories.set_tier(s, "u1", memory.id, "pinned").tier == "pinned"
+        assert memory_changes.set_tier(s, "u1", memory.id, "pinned").tier == "pinned"
 
 
 def test_record_access_moves_accessed_at_forward_only(db_url: str, now: datetime) -> None:
@@ -139,7 +144,7 @@ def test_assembly_reads_only_visible_memories_of_the_user_with_relevance(
     ]
     quarantined = add(db_url, now, "Quarantined fact", vector=[1.0, 0.0, 0.0])
     with unit_of_work(db_url) as s:
-        memories.set_status(s, "u1", quarantined.id, "quarantined")
+        memory_changes.set_status(s, "u1", quarantined.id, "quarantined")
     hidden.append(quarantined.id)
     with unit_of_work(db_url) as s:
         got = assembly_reads.assembly_candidates(
@@ -174,3 +179,40 @@ def test_embeddings_round_trip_on_both_backends(db_url: str, now: datetime) -> N
     with unit_of_work(db_url) as s:
         row = memories.get(s, "u1", memory.id)
         assert (row.embedding, row.embedding_dim) == ([0.25, -0.5, 0.125], 3)
+
+
+def test_bumps_of_one_plan_each_take_their_own_values_and_never_move_times_back(
+    db_url: str, now: datetime
+) -> None:
+    # apply_plan sends all the bumps as one statement executed per bump: each row must
+    # get its own increment and values, and an older confirmation leaves the times alone.
+    first = add(db_url, now, "User likes hiking in the Alps")
+    second = add(db_url, now, "User works as a data engineer")
+    earlier, later = now - timedelta(days=3), now + timedelta(hours=1)
+    plan = dedup.DedupPlan(
+        inserts=(),
+        bumps=(
+            dedup.PlannedBump(first.id, 2, 0.9, 0.8, later, 7, (0,)),
+            dedup.PlannedBump(second.id, 1, 0.4, 0.6, earlier, None, (1,)),
+        ),
+        rereads=(),
+        supersedes=(),
+    )
+    with unit_of_work(db_url) as s:
+        memories.apply_plan(
+            s,
+            plan,
+            user_id="u1",
+            job_id="job_b",
+            conversation_id="c1",
+            vectors=[],
+            embedding_model="test",
+            now=later,
+        )
+    with unit_of_work(db_url) as s:
+        one, two = memories.get(s, "u1", first.id), memories.get(s, "u1", second.id)
+        assert (one.access_count, one.importance, one.confidence) == (3, 0.9, 0.8)
+        assert (one.confirmed_at, one.accessed_at, one.evidence_seq) == (later, later, 7)
+        assert (two.access_count, two.importance, two.confidence) == (2, 0.4, 0.6)
+        assert (two.confirmed_at, two.accessed_at, two.evidence_seq) == (now, now, None)
+        assert one.change_seq == two.change_seq

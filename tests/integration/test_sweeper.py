@@ -47,13 +47,15 @@ def test_a_stuck_job_is_released_and_republished(db_url: str, now: datetime) -> 
     assert sweeper.sweep(settings, now=later + timedelta(minutes=1)).extract == []
 
 
-def test_record_access_takes_a_batch_with_one_moment_per_id(db_url: str, now: datetime) -> None:
+def test_moving_accessed_at_forward_takes_a_batch_with_one_moment_per_id(
+    db_url: str, now: datetime
+) -> None:
     settings = load_settings(database_url=db_url)
     a = add(db_url, now, "Prefers TypeScript.")
     b = add(db_url, now, "Deploys on Fridays.")
     c = add(db_url, now, "Lives in Lisbon.")
     later, latest = now + timedelta(hours=1), now + timedelta(hours=2)
-    moved = sweeper.record_access(
+    moved = sweeper.move_accessed_at_forward(
         [a.id, b.id, c.id],
         [later.isoformat(), latest.isoformat(), (now - timedelta(hours=1)).isoformat()],
         settings,
@@ -63,6 +65,6 @@ def test_record_access_takes_a_batch_with_one_moment_per_id(db_url: str, now: da
         got = {m: memories.get(s, "u1", m).accessed_at for m in (a.id, b.id, c.id)}
     assert got == {a.id: later, b.id: latest, c.id: now}
     # the single form, as messages published before the batch form still carry it
-    assert sweeper.record_access([a.id, b.id], latest.isoformat(), settings) == 1
+    assert sweeper.move_accessed_at_forward([a.id, b.id], latest.isoformat(), settings) == 1
     with pytest.raises(ValueError, match="2 memory ids but 1 access times"):
-        sweeper.record_access([a.id, b.id], [latest.isoformat()], settings)
+        sweeper.move_accessed_at_forward([a.id, b.id], [latest.isoformat()], settings)

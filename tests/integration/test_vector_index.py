@@ -4,6 +4,7 @@ workers/indexing.py) and the vector read that uses them, on PostgreSQL with pgve
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -171,12 +172,17 @@ def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
 
 def test_index_if_large_follows_the_policy_and_never_raises(pg: str, now: datetime) -> None:
     from memlane.config.settings import load_settings
+    from memlane.pipeline.embedding import EmbedderCapabilities
     from memlane.workers.indexing import index_if_large
 
     add_many(pg, now, 3)
+    dense = EmbedderCapabilities(dim=DIM, ann_helps=True, lexical=False)
     exact = load_settings(database_url=pg, vector_index="exact", hnsw_min_memories=1)
-    assert index_if_large(exact, "u1", MODEL, DIM) is None
+    assert index_if_large(exact, "u1", MODEL, dense) is None
+    auto = load_settings(database_url=pg, vector_index="auto", hnsw_min_memories=1)
+    assert index_if_large(auto, "u1", MODEL, replace(dense, ann_helps=False)) is None
     hnsw = load_settings(database_url=pg, vector_index="hnsw", hnsw_min_memories=1)
-    assert index_if_large(hnsw, "u1", MODEL, DIM) == vector_index.index_name("u1", MODEL, DIM)
+    assert index_if_large(hnsw, "u1", MODEL, dense) == vector_index.index_name("u1", MODEL, DIM)
     # no vectors of that dimension: no index
-    assert index_if_large(hnsw, "u1", MODEL, vector_index.MAX_HNSW_DIM + 1) is None
+    too_long = replace(dense, dim=vector_index.MAX_HNSW_DIM + 1)
+    assert index_if_large(hnsw, "u1", MODEL, too_long) is None

@@ -4,17 +4,21 @@ equals a cold one; users the working set cannot serve go to the store read."""
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import text
 
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from memlane.models.db import unit_of_work
+from memlane.models.db import get_engine, unit_of_work
 from memlane.models.store import changes, context_items
 from memlane.models.working_set import WorkingSet
 from memlane.workers.embedders import get_embedder
@@ -92,7 +96,13 @@ def test_a_warm_view_assembles_what_a_cold_one_does(
     reader: Memlane, db_url: str, now: datetime
 ) -> None:
     for n in range(30):
-        reader.add_memory("u1", {"content": f"Fact {n}: likes tea number {n}.", "importance": 0.5})
+        reader.add_memory(
+            "u1",
+            {
+                "content": f"Fact {n}: likes tea number {n} from shop s{n} in town t{n}.",
+                "importance": 0.5,
+            },
+        )
     context(reader, now)  # warm
     ids = [m.id for m in reader.list_memories("u1")]
     reader.pin("u1", ids[3])
@@ -130,7 +140,10 @@ def test_the_bound_holds_under_a_stream_of_users(db_url: str) -> None:
     with Memlane(settings) as lane:
         for n in range(12):
             for k in range(20):
-                lane.add_memory(f"user{n}", {"content": f"User {n} fact {k} about tea."})
+                lane.add_memory(
+                    f"user{n}",
+                    {"content": f"User {n} fact {k} about tea from shop s{k} in town t{k}."},
+                )
     working = WorkingSet(db_url, budget_mb=0.15)
     seen = []
     for n in range(12):
@@ -188,7 +201,9 @@ def test_a_large_user_is_served_by_the_store_while_their_view_loads(
     reader: Memlane, db_url: str, now: datetime
 ) -> None:
     for n in range(6):
-        reader.add_memory("u1", {"content": f"Fact {n}: likes tea number {n}."})
+        reader.add_memory(
+            "u1", {"content": f"Fact {n}: likes tea number {n} from shop s{n} in town t{n}."}
+        )
     embedder = get_embedder(reader.settings)
     working = WorkingSet(db_url, budget_mb=64, eager_items=5)
     assert working.view("u1", model=embedder.name, dim=embedder.dim) is None  # loading
@@ -202,3 +217,55 @@ def test_a_large_user_is_served_by_the_store_while_their_view_loads(
     assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode != "working-set"
     assert reader.warm("u1")
     assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode == "working-set"
+
+
+def test_one_users_slow_load_does_not_hold_up_another_users_assembly(pg: str) -> None:
+    """A user's view is loaded under that user's lock only: while the load of one user
+    waits on the database (here: for a lock another transaction holds on `memories`), a
+    warm user's assembly, which reads only its change number, is served."""
+    settings = load_settings(database_url=pg)
+    embedder = get_embedder(settings)
+    with Memlane(settings) as lane:
+        lane.add_memory("warm", {"content": "Drinks green tea every morning."})
+        lane.add_memory("cold", {"content": "Walks the dog at seven."})
+    working = WorkingSet(pg, budget_mb=64)
+    assert working.view("warm", model=embedder.name, dim=embedder.dim) is not None
+    loaded: list[object] = []
+    with get_engine(pg).connect() as blocker:
+        blocker.execute(text("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE"))
+        loading = threading.Thread(
+            target=lambda: loaded.append(
+                working.view("cold", model=embedder.name, dim=embedder.dim)
+            )
+        )
+        loading.start()
+        try:
+            deadline = time.monotonic() + 30
+            while not _waits_for_a_lock(pg) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _waits_for_a_lock(pg), "the cold user's load never reached the table"
+            served = queue.Queue[object]()
+            threading.Thread(
+                target=lambda: served.put(
+                    working.view("warm", model=embedder.name, dim=embedder.dim)
+                ),
+                daemon=True,
+            ).start()
+            assert served.get(timeout=20) is not None  # one lock for all users waited for "cold"
+            assert loading.is_alive() and not loaded
+        finally:
+            blocker.rollback()
+        loading.join(timeout=30)
+    assert loaded and loaded[0] is not None
+
+
+def _waits_for_a_lock(url: str) -> bool:
+    with get_engine(url).connect() as conn:
+        return bool(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"
+                )
+            ).scalar()
+        )

@@ -9,6 +9,7 @@ from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly_types import AssemblyInput
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.tokens import count_tokens, get_encoding
+from tests.defaults import ASSEMBLY
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ENCODING = get_encoding("cl100k_base")
@@ -87,6 +88,7 @@ def request(**changes: Any) -> AssemblyInput:
         "now": NOW,
         "encoding": ENCODING,
         "retrieval_mode": "strategy-only",
+        **ASSEMBLY,
     }
     fields.update(changes)
     return AssemblyInput(**fields)

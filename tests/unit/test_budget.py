@@ -1,20 +1,25 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 
 import pytest
 
+from memlane.pipeline import budget as budget_rules
 from memlane.pipeline.budget import (
     MAX_BUDGET_TOKENS,
     MIN_MEMORY_LINE_TOKENS,
-    derive_budget,
     strategy_top_k,
     validate_budget,
 )
 from memlane.pipeline.context_format import Style, memory_line
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.tokens import get_encoding
+from tests.defaults import SAFETY_MARGIN
 from tests.unit.assembly_helpers import mem
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+derive_budget = partial(budget_rules.derive_budget, safety_margin=SAFETY_MARGIN)
 
 
 def test_the_article_example() -> None:

@@ -3,11 +3,19 @@ nothing extracted twice and nothing skipped."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.cadence import WindowSpec, due_windows, tail_windows
+from memlane.pipeline import cadence as cadence_rules
+from memlane.pipeline.cadence import WindowSpec, why_no_window
+from tests.defaults import EXTRACT_EVERY, EXTRACT_WINDOW
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+due_windows = partial(cadence_rules.due_windows, every=EXTRACT_EVERY, window=EXTRACT_WINDOW)
+tail_windows = partial(cadence_rules.tail_windows, window=EXTRACT_WINDOW)
 
 
 def alternating(count: int) -> list[int]:
@@ -192,4 +200,25 @@ def test_incremental_arrival_gives_the_same_windows_as_one_batch(roles, split, e
             window=window,
         )
         == []
+    )
+
+
+@pytest.mark.parametrize(("assistants", "more"), [(0, 5), (3, 2), (4, 1), (5, 5), (7, 3)])
+def test_why_no_window_says_how_far_the_next_due_point_is(assistants: int, more: int) -> None:
+    # a conversation user, assistant, ... whose due points are all extracted already
+    count = 2 * assistants
+    seqs = alternating(count)
+    covered = seqs[-1] if seqs else -1
+    assert due_windows(assistant_seqs=seqs, message_count=count, extracted_to_seq=covered) == []
+
+    reason = why_no_window(assistant_count=assistants, every=5, final=False)
+    assert f"has {assistants} assistant message(s)" in reason
+    assert f"one is due every 5 (the next after {more} more)" in reason
+    assert "memlane enqueue --final" in reason and '"final": true' in reason
+
+
+def test_why_no_window_of_a_final_transcript_is_that_all_is_covered() -> None:
+    assert due_windows(assistant_seqs=[1, 3], message_count=4, extracted_to_seq=3, final=True) == []
+    assert why_no_window(assistant_count=2, every=5, final=True) == (
+        "every message is already covered by an extraction"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,17 @@ import pytest
 from pydantic import ValidationError
 
 from memlane.models.schemas import TranscriptIn
+from memlane.pipeline import offline_extractor as offline_extractor_rules
+from memlane.pipeline import prompts as prompts_rules
 from memlane.pipeline.chat_formats import read_message, without_tool_segments
-from memlane.pipeline.offline_extractor import extract_offline
-from memlane.pipeline.prompts import build_extraction_messages
 from memlane.pipeline.records import ExtractionWindow, StoredMessage
+from tests.defaults import MAX_MEMORIES
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+extract_offline = partial(offline_extractor_rules.extract_offline, max_memories=MAX_MEMORIES)
+build_extraction_messages = partial(
+    prompts_rules.build_extraction_messages, max_memories=MAX_MEMORIES
+)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "chat_formats"
 OPENAI = json.loads((DATA / "openai_tool_conversation.json").read_text())

@@ -129,3 +129,8 @@ def test_the_image_runs_as_a_user_and_carries_the_local_embedder() -> None:
     # the user runs the CMD: nothing after USER needs root
     after = lines[lines.index(f"USER {users[-1]}") :]
     assert not any(line.startswith("RUN ") for line in after)
+
+
+def test_flower_is_published_on_the_hosts_loopback_only() -> None:
+    # Flower's /metrics ignores --basic-auth (tests/integration/test_procfile.py)
+    assert compose()["services"]["flower"]["ports"] == ["127.0.0.1:5555:5555"]

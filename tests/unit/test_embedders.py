@@ -3,15 +3,20 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
+from functools import partial
 
 from memlane.config.settings import load_settings
-from memlane.pipeline.hashing_embedder import hashing_embed
+from memlane.pipeline import hashing_embedder as hashing_rules
 from memlane.workers.embedders import (
     HashingEmbedder,
     LiteLLMEmbedder,
     QueryEmbeddingCache,
     get_embedder,
 )
+from tests.defaults import EMBEDDING_DIM
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+hashing_embed = partial(hashing_rules.hashing_embed, dim=EMBEDDING_DIM)
 
 
 class CountingEmbedder:
@@ -95,3 +100,46 @@ def test_query_cache_hands_out_copies() -> None:
     fake = CountingEmbedder()
     cache.get(fake, "tea").append(99.0)
     assert cache.get(fake, "tea") == [3.0, 1.0]
+
+
+def test_the_registry_and_the_settings_name_the_same_built_in_embedders() -> None:
+    # config cannot import the registry (tests/unit/test_layers.py): the two lists agree here.
+    from memlane.config.settings import BUILT_IN_EMBEDDERS, Settings
+    from memlane.workers.embedders.registry import ANY_OTHER, BUILT_IN
+
+    assert tuple(plugin.setting for plugin in BUILT_IN) == BUILT_IN_EMBEDDERS
+    assert ANY_OTHER.setting is None
+    description = Settings.model_fields["embedding_model"].description or ""
+    assert all(name in description for name in BUILT_IN_EMBEDDERS)
+
+
+def test_each_embedder_declares_what_its_vectors_are_good_for() -> None:
+    from memlane.workers.embedders import embedder_for
+    from memlane.workers.minilm import MINILM_NAME
+
+    settings = load_settings(embedding_dim=64)
+    found = {
+        model: embedder_for(model, settings).capabilities
+        for model in ("hashing", "hashing-128", "minilm", MINILM_NAME, "openai/text-embedding-3")
+    }
+    assert {model: (c.dim, c.ann_helps, c.lexical) for model, c in found.items()} == {
+        "hashing": (64, False, True),
+        "hashing-128": (128, False, True),
+        "minilm": (384, True, False),
+        MINILM_NAME: (384, True, False),
+        "openai/text-embedding-3": (64, True, False),
+    }
+    for model in found:
+        embedder = embedder_for(model, settings)
+        assert (embedder.dim, embedder.lexical) == (
+            embedder.capabilities.dim,
+            embedder.capabilities.lexical,
+        )
+
+
+def test_a_name_no_built_in_claims_goes_to_litellm() -> None:
+    from memlane.workers.embedders.registry import ANY_OTHER, plugin_for
+
+    # "hashing-" without digits is no stored hashing name
+    assert plugin_for("hashing-x") is ANY_OTHER
+    assert plugin_for("hashing-32") is not ANY_OTHER

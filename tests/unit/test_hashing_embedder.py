@@ -5,12 +5,18 @@ import math
 import os
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.pipeline.hashing_embedder import hashing_embed, stemmed_tokens
+from memlane.pipeline import hashing_embedder as hashing_rules
+from memlane.pipeline.hashing_embedder import stemmed_tokens
+from tests.defaults import EMBEDDING_DIM
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+hashing_embed = partial(hashing_rules.hashing_embed, dim=EMBEDDING_DIM)
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane.models.schemas import TranscriptIn
-from memlane.pipeline.cadence import due_windows
+from memlane.pipeline import cadence as cadence_rules
+from memlane.pipeline import offline_extractor as offline_extractor_rules
 from memlane.pipeline.keywords import polarity
-from memlane.pipeline.offline_extractor import episode_topics, extract_offline
+from memlane.pipeline.offline_extractor import episode_topics
 from memlane.pipeline.records import ExtractedMemory, ExtractionWindow, Role, StoredMessage
 from tests.conftest import EXAMPLES
+from tests.defaults import EXTRACT_EVERY, EXTRACT_WINDOW, MAX_MEMORIES
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+extract_offline = partial(offline_extractor_rules.extract_offline, max_memories=MAX_MEMORIES)
+due_windows = partial(cadence_rules.due_windows, every=EXTRACT_EVERY, window=EXTRACT_WINDOW)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -513,7 +520,7 @@ t = TranscriptIn.model_validate_json(open(sys.argv[1], encoding="utf-8").read())
 messages = [StoredMessage(conversation_id="c", seq=i, role=m.role, content=m.content,
             created_at=datetime(2026, 1, 1, tzinfo=UTC)) for i, m in enumerate(t.messages)]
 w = ExtractionWindow(conversation_id="c", user_id="u", messages=messages, new_from_seq=0)
-print(extract_offline(w).model_dump_json())
+print(extract_offline(w, max_memories=10).model_dump_json())
 """
 
 

@@ -4,15 +4,21 @@ and why) or an ExtractionError carrying the raw answer — never anything else."
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlane.pipeline import extract as extract_rules
 from memlane.pipeline.errors import ExtractionError
-from memlane.pipeline.extract import MAX_ANSWER_CHARS, parse_extraction
+from memlane.pipeline.extract import MAX_ANSWER_CHARS
 from memlane.pipeline.records import CATEGORIES, ExtractedEpisode, ExtractedMemory, Extraction
+from tests.defaults import MAX_MEMORIES
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+parse_extraction = partial(extract_rules.parse_extraction, max_memories=MAX_MEMORIES)
 
 EPISODE = {"summary": "Auth migration planning.", "topics": ["auth0"], "outcome": None}
 

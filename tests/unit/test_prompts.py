@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ElementTree
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memlane.pipeline import prompts as prompt_rules
 from memlane.pipeline.prompts import (
     EXTRACTION_JSON_SCHEMA,
     EXTRACTION_RESPONSE_FORMAT,
-    build_extraction_messages,
     render_transcript,
 )
 from memlane.pipeline.records import (
@@ -24,6 +25,12 @@ from memlane.pipeline.records import (
     ExtractionWindow,
     Role,
     StoredMessage,
+)
+from tests.defaults import MAX_MEMORIES
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+build_extraction_messages = partial(
+    prompt_rules.build_extraction_messages, max_memories=MAX_MEMORIES
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

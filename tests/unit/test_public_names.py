@@ -38,3 +38,11 @@ def test_importing_memlane_or_an_error_loads_no_worker_or_store() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == ["memlane", "memlane.pipeline", "memlane.pipeline.errors"]
+
+
+def test_every_model_provider_error_is_a_provider_error_and_the_old_names_stay() -> None:
+    # The LLM and the embedding model fail alike: a caller catches one ProviderError.
+    for name in ("TransientProviderError", "PermanentProviderError", "ExtractionError"):
+        assert issubclass(getattr(memlane, name), memlane.ProviderError)
+    assert memlane.TransientLLMError is memlane.TransientProviderError
+    assert memlane.PermanentLLMError is memlane.PermanentProviderError

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -177,3 +180,32 @@ def test_a_patch_leaves_every_earlier_corpus_as_it_was() -> None:
     assert second.postings["tea"].tolist() == [1, 6]
     assert 2 not in second.postings["user"].tolist() and 7 in second.postings["user"].tolist()
     assert "w1" in first.postings and first.postings["tea"].tolist() == [6]
+
+
+# Scores of a query's terms summed in the order of a set of strings, whose hashes (and so
+# order) differ from one process to the next, differed in the last bit: enough to swap
+# two items of nearly equal score, so two processes gave different bytes for one store.
+_SCORES_IN_A_FRESH_PROCESS = """
+from memlane.pipeline.lexical import bm25_scores
+from memlane.pipeline.relevance import CorpusItem, bm25, build_corpus
+words = [f"w{n}" for n in range(40)]
+docs = {f"d{i}": words[i % 7 : i % 7 + 3 + i % 11] for i in range(60)}
+items = [CorpusItem(d, frozenset(ws)) for d, ws in docs.items()]
+query = words[:25]
+print(repr(bm25(build_corpus(items, model=None, dim=None), query).tolist()))
+print(repr(sorted(bm25_scores(query, docs).items())))
+"""
+
+
+def test_bm25_sums_the_same_way_in_every_process() -> None:
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _SCORES_IN_A_FRESH_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(outputs) == 1

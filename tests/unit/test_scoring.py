@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 import random
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlane.pipeline import scoring as scoring_rules
 from memlane.pipeline.records import MemoryRecord
 from memlane.pipeline.scoring import (
     STRATEGIES,
@@ -20,10 +22,13 @@ from memlane.pipeline.scoring import (
     cosine,
     effective_importance,
     frequency_score,
-    rank,
-    recency_score,
-    score_memory,
 )
+from tests.defaults import HALF_LIFE_HOURS, WEIGHTS
+
+# The settings' defaults, passed as memlane's callers pass the settings.
+rank = partial(scoring_rules.rank, weights=WEIGHTS, half_life_hours=HALF_LIFE_HOURS)
+score_memory = partial(scoring_rules.score_memory, weights=WEIGHTS, half_life_hours=HALF_LIFE_HOURS)
+recency_score = partial(scoring_rules.recency_score, half_life_hours=HALF_LIFE_HOURS)
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.scoring import Weights
 from memlane.pipeline.search import SearchFilters, search_memories
+from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, days_ago, mem, request
 
 MEMORIES = [
@@ -30,7 +30,7 @@ def found(query: str | None = "where", **filters: object) -> list[str]:
         query=query,
         relevance=RELEVANCE if query else {},
         now=NOW,
-        weights=Weights(),
+        weights=WEIGHTS,
         half_life_hours=168.0,
         relevance_floor=0.8,
         filters=SearchFilters(**{"limit": 50, **filters}),  # type: ignore[arg-type]
@@ -76,7 +76,7 @@ def test_filters_and_limit() -> None:
         query="where",
         relevance=RELEVANCE,
         now=NOW,
-        weights=Weights(),
+        weights=WEIGHTS,
         half_life_hours=168.0,
         relevance_floor=0.8,
         filters=SearchFilters(min_score=0.5),

@@ -11,8 +11,7 @@ import pytest
 
 import memlane
 from memlane.config import settings as settings_module
-from memlane.config.settings import Settings, load_settings, unknown_variables
-from memlane.pipeline.errors import ConfigurationError
+from memlane.config.settings import Settings, SettingsError, load_settings, unknown_variables
 
 PACKAGE = Path(memlane.__file__).parent
 
@@ -27,7 +26,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def refused(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> str:
     monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigurationError) as caught:
+    with pytest.raises(SettingsError) as caught:
         load_settings()
     assert name in str(caught.value)
     return str(caught.value)
@@ -41,6 +40,15 @@ def test_unprefixed_weight_names_change_nothing(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(f"MEMLANE_WEIGHTS__{name}", value)
     weights = load_settings().weights
     assert (weights.relevance, weights.importance, weights.frequency) == (0.7, 0.1, 0.1)
+
+
+def test_the_facade_names_a_bad_setting_as_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a chat app catching memlane's own errors catches a bad setting too
+    monkeypatch.setenv("MEMLANE_LOG_LEVEL", "LOUD")
+    with pytest.raises(memlane.ConfigurationError, match="MEMLANE_LOG_LEVEL"):
+        memlane.Memlane.from_settings()
 
 
 def test_the_log_level_is_a_level(monkeypatch: pytest.MonkeyPatch) -> None:

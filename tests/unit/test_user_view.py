@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.keywords import keywords
-from memlane.pipeline.scoring import Weights
 from memlane.pipeline.user_view import UserView
+from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request
 
 WORDS = ["banker", "dance", "studio", "job", "paris", "tea", "garden", "piano", "exam", "dog"]
@@ -101,7 +101,7 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
         strategy=strategy,
         budget_tokens=budget,
         now=NOW,
-        weights=Weights(),
+        weights=WEIGHTS,
         relevance_floor=floor,
     )
     relevance_by_id = (
@@ -126,7 +126,7 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
             relevance,
             strategy=strategy,
             now=NOW,
-            weights=Weights(),
+            weights=WEIGHTS,
             half_life_hours=168.0,
             relevance_floor=floor,
             include_sensitive=False,
@@ -248,7 +248,7 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
             ),
             strategy="scored",
             now=NOW,
-            weights=Weights(),
+            weights=WEIGHTS,
             half_life_hours=168.0,
             relevance_floor=0.8,
             include_sensitive=False,
@@ -271,7 +271,7 @@ def test_the_walk_ends_where_the_estimated_lines_fill_the_tokens_asked() -> None
         None,
         strategy="important",
         now=NOW,
-        weights=Weights(),
+        weights=WEIGHTS,
         half_life_hours=168.0,
         relevance_floor=0.8,
         include_sensitive=False,
@@ -313,7 +313,7 @@ def test_the_pack_names_the_excluded_memories_the_walk_would_have_reached() -> N
         None,
         strategy="important",
         now=NOW,
-        weights=Weights(),
+        weights=WEIGHTS,
         half_life_hours=168.0,
         relevance_floor=0.8,
         include_sensitive=False,

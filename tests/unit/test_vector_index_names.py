@@ -7,7 +7,9 @@ import re
 
 import pytest
 
+from memlane.config.settings import load_settings
 from memlane.models.store.vector_index import index_name, wants_hnsw
+from memlane.workers.embedders import embedder_for
 
 
 @pytest.mark.parametrize(
@@ -21,7 +23,9 @@ from memlane.models.store.vector_index import index_name, wants_hnsw
     ],
 )
 def test_policy(policy: str, model: str, expected: bool) -> None:
-    assert wants_hnsw(policy, model) is expected
+    # The store decides from the capabilities the embedder's plug-in declares.
+    capabilities = embedder_for(model, load_settings(), dim=None).capabilities
+    assert wants_hnsw(policy, capabilities) is expected
 
 
 def test_names_are_valid_short_identifiers_distinct_per_user_model_and_dimension() -> None:

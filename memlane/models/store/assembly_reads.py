@@ -70,6 +70,7 @@ from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.lexical import bm25_scores
 from memlane.pipeline.records import MemoryRecord
+from memlane.pipeline.relevance import row_dots
 
 # Enough for any question; a pasted essay as the query must not become a huge tsquery.
 MAX_QUERY_TERMS = 32
@@ -612,7 +613,7 @@ class _Found:
         query = np.asarray(query_vector.vector, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
         norms[norms == 0] = 1.0
-        sims = np.clip(matrix @ query / norms, 0.0, 1.0)
+        sims = np.clip(row_dots(matrix, query) / norms, 0.0, 1.0)
         order = sorted(_top_pool(sims, self._top_k), key=lambda i: (-float(sims[i]), ids[i]))
         order = order[: self._top_k]
         wanted = [ids[i] for i in order if ids[i] not in self.memories]

@@ -159,7 +159,7 @@ def since(session: Session, user_id: str, after: int) -> Changes:
 
 
 @lru_cache(maxsize=1)
-def _poll_reads() -> tuple[CompiledRead, CompiledRead, CompiledRead]:
+def _poll_reads() -> tuple[CompiledRead, CompiledRead]:
     from memlane.models.store import user_items  # it imports the stores that stamp
 
     user: BindParameter[str] = bindparam("user_id")
@@ -169,15 +169,19 @@ def _poll_reads() -> tuple[CompiledRead, CompiledRead, CompiledRead]:
         .where(MemoryRow.user_id == user, MemoryRow.change_seq > after)
         .order_by(MemoryRow.change_seq)
     )
+    # the number read again and whether another table changed, in one row (a statement
+    # of its own in the pipeline costs the client more than the reads do the server)
+    number = _VERSION.scalar_subquery()
     others = select(
+        number.label("version"),
         *(
             exists()
             .where(table.user_id == user, table.change_seq > after)
             .label(table.__tablename__)
             for table in (EpisodeRow, ProcedureRow, SoulBlockRow, RemovedItem)
-        )
+        ),
     )
-    return _version_read(), compile_read(memories), compile_read(others)
+    return compile_read(memories), compile_read(others)
 
 
 def poll(url: str, user_id: str, after: int) -> tuple[int, Changes | None]:
@@ -194,13 +198,12 @@ def poll(url: str, user_id: str, after: int) -> tuple[int, Changes | None]:
     if not url.startswith("postgresql"):
         return number, None
     params = {"user_id": user_id, "after": after}
-    version_read, memories_read, others_read = _poll_reads()
-    [(_, version), (_, memories), (_, others)] = run_reads(
-        autocommit_engine(url),
-        [(version_read, params), (memories_read, params), (others_read, params)],
+    memories_read, others_read = _poll_reads()
+    [(_, memories), (_, [(again, *others)])] = run_reads(
+        autocommit_engine(url), [(memories_read, params), (others_read, params)]
     )
-    number = max(number, int(version[0][0]) if version else NO_USER)
-    if any(others[0]):
+    number = max(number, NO_USER if again is None else int(again))
+    if any(others):
         return number, None
     # every number up to `number` is committed, and its rows are in this snapshot
     found = Changes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from sqlalchemy import (
     delete,
     literal,
     null,
+    or_,
     select,
     union_all,
 )
@@ -27,7 +29,13 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from memlane.models.store import changes, refs
-from memlane.models.tables import ContextPackRow, EpisodeRow, ProcedureRow, SoulBlockRow
+from memlane.models.tables import (
+    UTC_DT,
+    ContextPackRow,
+    EpisodeRow,
+    ProcedureRow,
+    SoulBlockRow,
+)
 from memlane.pipeline.errors import ConflictError, NotFoundError
 from memlane.pipeline.records import (
     SOUL_KINDS,
@@ -129,9 +137,11 @@ def set_soul_block(
 
 
 def delete_soul_block(session: Session, *, user_id: str, kind: SoulKind) -> None:
-    session.execute(
+    result = session.execute(
         delete(SoulBlockRow).where(SoulBlockRow.user_id == user_id, SoulBlockRow.kind == kind)
     )
+    if not result.rowcount:  # type: ignore[attr-defined]
+        raise NotFoundError(f"user {user_id!r} has no {kind} soul block")
     changes.removed(session, user_id, f"soul:{kind}")
 
 
@@ -207,13 +217,21 @@ def procedures(session: Session, user_id: str) -> list[Procedure]:
     return [procedure_record(row) for row in rows]
 
 
-def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> None:
-    result = session.execute(
-        delete(ProcedureRow).where(ProcedureRow.user_id == user_id, ProcedureRow.id == procedure_id)
-    )
-    if not result.rowcount:  # type: ignore[attr-defined]
+def delete_procedure(session: Session, *, user_id: str, procedure_id: str) -> str:
+    """Delete the user's procedure named by its id or its name; its id."""
+    found = session.scalars(
+        select(ProcedureRow.id)
+        .where(
+            ProcedureRow.user_id == user_id,
+            or_(ProcedureRow.id == procedure_id, ProcedureRow.name == procedure_id),
+        )
+        .order_by((ProcedureRow.id == procedure_id).desc())  # an id before a name
+    ).first()
+    if found is None:
         raise NotFoundError(f"user {user_id!r} has no procedure {procedure_id!r}")
-    changes.removed(session, user_id, procedure_id)
+    session.execute(delete(ProcedureRow).where(ProcedureRow.id == found))
+    changes.removed(session, user_id, found)
+    return found
 
 
 # --------------------------------------------------------------------------- all three
@@ -267,7 +285,7 @@ def items_statement(episode_limit: int) -> Any:
         .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
         .limit(episode_limit)
         # Named: an anonymous subquery draws its name from os.urandom on every call
-        # (0.5 ms in a VM short of entropy).
+        # (slow in a VM short of entropy: bench/README.md).
         .subquery("recent_episodes")
         .select()
     )
@@ -333,10 +351,34 @@ def save_pack(
     session: Session, *, pack_id: str, user_id: str, assembled_at: datetime, body: dict[str, Any]
 ) -> None:
     """Idempotent: the same pack saved twice is one row."""
-    session.execute(
+    save_packs(session, [(pack_id, user_id, assembled_at, json.dumps(body))])
+
+
+def save_packs(session: Session, packs: Sequence[tuple[str, str, datetime, str]]) -> None:
+    """(pack id, user id, assembled at, body as JSON text) each, in one statement run for
+    all: the body goes in as the text it already is (a pack is ~70 KB of JSON at a 4,000
+    token budget; serialising it twice was half the background writer's work, and that
+    work competes with assemblies for the interpreter). Idempotent, as save_pack."""
+    if not packs:
+        return
+    postgres = session.get_bind().dialect.name == "postgresql"
+    text_body = bindparam("body", type_=Text)
+    statement = (
         _insert(session)(ContextPackRow)
-        .values(id=pack_id, user_id=user_id, assembled_at=assembled_at, body=body)
+        .values(
+            id=bindparam("id"),
+            user_id=bindparam("user_id"),
+            assembled_at=bindparam("assembled_at", type_=UTC_DT),
+            body=cast(text_body, JSON) if postgres else text_body,
+        )
         .on_conflict_do_nothing()
+    )
+    session.execute(
+        statement,
+        [
+            {"id": pack_id, "user_id": user_id, "assembled_at": at, "body": body}
+            for pack_id, user_id, at, body in packs
+        ],
     )
 
 

@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -26,6 +26,7 @@ class SavedTranscript:
     message_count: int
     final: bool
     extracted_to_seq: int
+    assistant_seqs: list[int]  # of all the conversation's messages, in order
 
 
 def _sha(role: str, content: str) -> str:
@@ -69,10 +70,13 @@ def save_transcript(
     transaction rolls back, so nothing is written) when it contradicts what is stored."""
     conversation = _lock_conversation(session, transcript, now)
     existing = session.execute(
-        select(Message.seq, Message.external_id, Message.content_sha256).where(
+        select(Message.seq, Message.external_id, Message.content_sha256, Message.role).where(
             Message.conversation_id == conversation.id
         )
     ).all()
+    assistant = [row.seq for row in existing if row.role == "assistant"]
+    # A purged message's hash is '' (models/store/retention.py): its position is known,
+    # its text is not, so whatever is sent at that position is taken as it.
     by_seq = {row.seq: row.content_sha256 for row in existing}
     by_external = {row.external_id: row.content_sha256 for row in existing if row.external_id}
     with_ids = transcript.messages[0].id is not None
@@ -84,15 +88,16 @@ def save_transcript(
         )
 
     next_seq = conversation.message_count
-    stored = skipped = 0
+    skipped = 0
     seen_in_batch: set[str] = set()
+    rows: list[dict[str, object]] = []
     for index, message in enumerate(transcript.messages):
         digest = _sha(message.role, message.content)
         if with_ids:
             assert message.id is not None
             known = by_external.get(message.id)
             if known is not None or message.id in seen_in_batch:
-                if known is not None and known != digest:
+                if known and known != digest:
                     raise TranscriptError(
                         f"messages.{index}: id {message.id!r} was stored before with different text"
                     )
@@ -104,7 +109,7 @@ def save_transcript(
             seq = index
             known = by_seq.get(seq)
             if known is not None:
-                if known != digest:
+                if known and known != digest:
                     raise TranscriptError(
                         f"messages.{index} differs from the stored message at that position; "
                         "a transcript without ids must repeat the conversation from its start "
@@ -112,22 +117,29 @@ def save_transcript(
                     )
                 skipped += 1
                 continue
-        session.add(
-            Message(
-                conversation_id=conversation.id,
-                seq=seq,
-                external_id=message.id,
-                role=message.role,
-                content=message.content,
-                content_sha256=digest,
-                created_at=message.created_at or now,
-            )
+        rows.append(
+            {
+                "conversation_id": conversation.id,
+                "seq": seq,
+                "external_id": message.id,
+                "role": message.role,
+                "content": message.content,
+                "content_sha256": digest,
+                "created_at": message.created_at or now,
+            }
         )
-        stored += 1
         next_seq = seq + 1
         if message.role == "assistant":
-            conversation.assistant_count += 1
+            assistant.append(seq)
+    stored = len(rows)
+    if rows:
+        # One executemany of one short statement (psycopg sends it in one pipeline): the
+        # ORM's flush would batch the rows into a VALUES list as long as the transcript,
+        # a statement of new text (parsed anew) for each length, and ask for their ids.
+        session.execute(insert(Message), rows)
     if stored:
+        # set after the insert, so its autoflush has no UPDATE to send before the one below
+        conversation.assistant_count = len(assistant)
         conversation.message_count = next_seq
         conversation.last_message_at = now
     if transcript.final:
@@ -141,6 +153,7 @@ def save_transcript(
         message_count=conversation.message_count,
         final=conversation.final,
         extracted_to_seq=conversation.extracted_to_seq,
+        assistant_seqs=sorted(assistant),
     )
 
 
@@ -163,6 +176,7 @@ def messages_between(
             Message.conversation_id == conversation_id,
             Message.seq >= start_seq,
             Message.seq <= end_seq,
+            Message.purged_at.is_(None),  # retention took its text
         )
         .order_by(Message.seq)
     )
@@ -176,6 +190,21 @@ def messages_between(
         )
         for row in rows
     ]
+
+
+def stated_times(
+    session: Session, conversation_id: str, start_seq: int, end_seq: int
+) -> dict[int, datetime]:
+    """When each message of the window was said, by seq: all the store stage needs of
+    them (their text was the extract stage's)."""
+    rows = session.execute(
+        select(Message.seq, Message.created_at).where(
+            Message.conversation_id == conversation_id,
+            Message.seq >= start_seq,
+            Message.seq <= end_seq,
+        )
+    )
+    return {seq: created_at for seq, created_at in rows}
 
 
 def get_conversation(session: Session, conversation_id: str) -> Conversation | None:

@@ -40,30 +40,29 @@ def create_jobs(
         return []
     dialect = session.get_bind().dialect.name
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    created: list[str] = []
-    for window in windows:
-        start, end, new_from = window.start_seq, window.end_seq, window.new_from_seq
-        job_id = job_id_for(conversation_id, end)
-        result = session.execute(
-            insert(Job)
-            .values(
-                id=job_id,
-                user_id=user_id,
-                conversation_id=conversation_id,
-                status="queued",
-                stage="extract",
-                window_start_seq=start,
-                window_end_seq=end,
-                new_from_seq=new_from,
-                attempts=0,
-                created_at=now,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing()
-            .returning(Job.id)
-        )
-        if result.scalar_one_or_none() is not None:
-            created.append(job_id)
+    rows = [
+        {
+            "id": job_id_for(conversation_id, window.end_seq),
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "status": "queued",
+            "stage": "extract",
+            "window_start_seq": window.start_seq,
+            "window_end_seq": window.end_seq,
+            "new_from_seq": window.new_from_seq,
+            "attempts": 0,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for window in windows
+    ]
+    # One statement for all the windows (an executemany SQLAlchemy sends as one INSERT,
+    # compiled once: a .values() list would be compiled anew each time); those that exist
+    # are skipped, so not returned.
+    inserted = set(
+        session.scalars(insert(Job).on_conflict_do_nothing().returning(Job.id), rows).all()
+    )
+    created = [row["id"] for row in rows if row["id"] in inserted]
     last_end = max(window.end_seq for window in windows)
     session.execute(
         update(Conversation)
@@ -79,7 +78,8 @@ def claim(
     """Atomically move a job of this stage from queued (or running but stale: its worker
     died) to running. None when the job is done, failed, at another stage or held by a
     live worker: a redelivered or duplicated task is then a no-op."""
-    result = session.execute(
+    # One round trip: the conditional UPDATE returns the claimed row (none: not claimed).
+    return session.scalars(
         update(Job)
         .where(
             Job.id == job_id,
@@ -90,12 +90,9 @@ def claim(
             ),
         )
         .values(status="running", attempts=Job.attempts + 1, started_at=now, updated_at=now)
-    )
-    if not result.rowcount:  # type: ignore[attr-defined]
-        return None
-    return session.scalars(
-        select(Job).where(Job.id == job_id).execution_options(populate_existing=True)
-    ).one()
+        .returning(Job)
+        .execution_options(populate_existing=True)
+    ).one_or_none()
 
 
 def load(session: Session, job_id: str) -> Job:
@@ -107,7 +104,7 @@ def load(session: Session, job_id: str) -> Job:
 
 def extracted(
     session: Session,
-    job: Job,
+    job_id: str,
     *,
     extraction: dict[str, Any],
     model: str | None,
@@ -116,19 +113,29 @@ def extracted(
     cost_usd: float | None,
     latency_ms: float | None,
     now: datetime,
-) -> None:
-    """The extract stage succeeded: keep its result on the row and hand over to store."""
-    job.extraction = extraction
-    job.model = model
-    job.tokens_in = tokens_in
-    job.tokens_out = tokens_out
-    job.cost_usd = cost_usd
-    job.latency_ms = latency_ms
-    job.stage = "store"
-    job.status = "queued"
-    job.attempts = 0  # attempts count per stage: the store stage has its own retries
-    job.last_error = None
-    job.updated_at = now
+) -> bool:
+    """The extract stage succeeded: keep its result on the row and hand over to store.
+    One conditional UPDATE; False (nothing written) when the job is gone or no longer
+    running its extract stage (another worker finished it)."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "running", Job.stage == "extract")
+        .values(
+            extraction=extraction,
+            model=model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost_usd,
+            latency_ms=latency_ms,
+            stage="store",
+            status="queued",
+            attempts=0,  # attempts count per stage: the store stage has its own retries
+            last_error=None,
+            updated_at=now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def requeue(session: Session, job: Job, *, error: str, now: datetime) -> None:
@@ -223,6 +230,7 @@ def to_public(job: Job) -> JobPublic:
         tokens_out=job.tokens_out,
         cost_usd=job.cost_usd,
         latency_ms=job.latency_ms,
+        suppressed=job.suppressed or 0,
         created_at=job.created_at,
         updated_at=job.updated_at,
         finished_at=job.finished_at,

@@ -1,24 +1,26 @@
-"""Memories: reads for dedup and management, hand-made changes, the keyword index."""
+"""Memories: reads for management, inserts (by hand or a store job's dedup plan). Hand-made
+changes are in store/memory_changes.py; every write here records its events in the
+memory's history (store/memory_events.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import case, delete, func, select, text, update
+from sqlalchemy import Table, bindparam, case, func, select, text, update
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import BindParameter
 
-from memlane.models.schemas import MemoryCreate, MemoryPublic
-from memlane.models.store import changes, refs
-from memlane.models.tables import MemoryKeyword, MemoryRow
-from memlane.pipeline.errors import ConflictError, NotFoundError
-from memlane.pipeline.records import MemoryRecord, MemoryStatus, Tier
-from memlane.pipeline.similarity import min_shared_keywords
+from memlane.models.schemas import EventKind, MemoryCreate, MemoryPublic
+from memlane.models.store import changes, keyword_index, memory_events, refs
+from memlane.models.tables import MemoryRow
+from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.records import MemoryRecord, MemoryStatus
 
-if TYPE_CHECKING:  # the plan's shape only; the store runs no pipeline code
+if TYPE_CHECKING:  # the plan's type only: the store applies a plan, dedup.plan makes it
     from memlane.pipeline.dedup import DedupPlan
 
 _MEMORY_NAMESPACE = uuid.UUID("0b7d3c64-1e2f-4a58-b6c9-7d8e9f0a1b2c")
@@ -110,52 +112,6 @@ def user_lock(session: Session, user_id: str) -> None:
     session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
-def index_keywords(session: Session, memory_id: str, user_id: str, words: Iterable[str]) -> None:
-    session.execute(delete(MemoryKeyword).where(MemoryKeyword.memory_id == memory_id))
-    session.add_all(
-        MemoryKeyword(memory_id=memory_id, keyword=word[:100], user_id=user_id)
-        for word in sorted(set(words))
-    )
-
-
-def dedup_candidates(
-    session: Session,
-    user_id: str,
-    keyword_sets: Sequence[frozenset[str]],
-    *,
-    threshold: float,
-    limit: int = 200,
-) -> list[MemoryRecord]:
-    """Active and forgotten memories of the user that could be duplicates of (or conflict
-    with) any of the given keyword sets, found through the inverted index (a forgotten
-    one stays forgotten: pipeline.dedup rule 0).
-
-    A memory sharing fewer than `min_shared_keywords(A)` keywords with every new set A can
-    neither duplicate nor conflict with any of them (see memlane.pipeline.similarity), so it is
-    not read.
-    """
-    sets = [s for s in keyword_sets if s]
-    if not sets:
-        return []
-    words = sorted(set().union(*sets))
-    min_overlap = min(min_shared_keywords(s, threshold=threshold) for s in sets)
-    overlap = func.count(MemoryKeyword.keyword)
-    ids = (
-        select(MemoryKeyword.memory_id)
-        .where(MemoryKeyword.user_id == user_id, MemoryKeyword.keyword.in_(words))
-        .group_by(MemoryKeyword.memory_id)
-        .having(overlap >= min_overlap)
-        .order_by(overlap.desc(), MemoryKeyword.memory_id)
-        .limit(limit)
-    )
-    rows = session.scalars(
-        select(MemoryRow)
-        .where(MemoryRow.id.in_(ids), MemoryRow.status.in_(("active", "deleted")))
-        .order_by(MemoryRow.id)
-    )
-    return [to_record(row) for row in rows]
-
-
 def add(
     session: Session,
     *,
@@ -166,6 +122,7 @@ def add(
     embedding_model: str | None,
     now: datetime,
     memory_id: str | None = None,
+    actor: str = "python",
 ) -> MemoryPublic:
     row = MemoryRow(
         id=memory_id or new_memory_id(),
@@ -191,7 +148,10 @@ def add(
     )
     session.add(row)
     session.flush()
-    index_keywords(session, row.id, user_id, keywords)
+    keyword_index.index(session, user_id, {row.id: keywords})
+    memory_events.record(
+        session, user_id=user_id, memory_id=row.id, kind="created", actor=actor, at=now
+    )
     return to_public(row)
 
 
@@ -229,6 +189,30 @@ def list_for_user(
     return [to_public(row) for row in session.scalars(query)]
 
 
+def page_for_user(
+    session: Session,
+    user_id: str,
+    *,
+    status: MemoryStatus | None = "active",
+    limit: int = 100,
+    before_ref: int | None = None,
+) -> list[MemoryPublic]:
+    """The user's memories newest first (by `ref`, which never changes and is never
+    reused), those older than `before_ref` when given: a keyset page, exact however the
+    store changes between pages (a memory's importance may, its ref may not)."""
+    query = (
+        select(MemoryRow)
+        .where(MemoryRow.user_id == user_id)
+        .order_by(MemoryRow.ref.desc())
+        .limit(limit)
+    )
+    if before_ref is not None:
+        query = query.where(MemoryRow.ref < before_ref)
+    if status is not None:
+        query = query.where(MemoryRow.status == status)
+    return [to_public(row) for row in session.scalars(query)]
+
+
 def count_for_user(session: Session, user_id: str, *, status: MemoryStatus = "active") -> int:
     return int(
         session.scalar(
@@ -238,52 +222,6 @@ def count_for_user(session: Session, user_id: str, *, status: MemoryStatus = "ac
         )
         or 0
     )
-
-
-def _not_forgotten(row: MemoryRow, action: str) -> MemoryRow:
-    """A forgotten memory takes no change but being restored or purged."""
-    if row.status == "deleted":
-        raise ConflictError(
-            f"memory {row.id} is forgotten: restore it first (status active) to {action} it, "
-            "or purge it"
-        )
-    return row
-
-
-def set_tier(session: Session, user_id: str, memory_id: str, tier: Tier) -> MemoryPublic:
-    row = _not_forgotten(get(session, user_id, memory_id), f"make it {tier}")
-    row.tier = tier
-    row.change_seq = changes.stamp(session, user_id)
-    return to_public(row)
-
-
-def set_status(
-    session: Session, user_id: str, memory_id: str, status: MemoryStatus
-) -> MemoryPublic:
-    row = get(session, user_id, memory_id)
-    if status not in ("active", "deleted"):  # restoring and forgetting again are allowed
-        _not_forgotten(row, f"make it {status}")
-    row.status = status
-    row.change_seq = changes.stamp(session, user_id)
-    return to_public(row)
-
-
-def set_sensitive(session: Session, user_id: str, memory_id: str, sensitive: bool) -> MemoryPublic:
-    row = _not_forgotten(get(session, user_id, memory_id), "mark it")
-    row.sensitive = sensitive
-    row.change_seq = changes.stamp(session, user_id)
-    return to_public(row)
-
-
-def purge(session: Session, user_id: str, memory_id: str) -> str:
-    """Delete the memory for good, content, vector and keywords: unlike forgetting, it
-    cannot be undone, and it leaves nothing to recognise the fact by, so a purged fact
-    said again is learned again (forget it to keep it out). Returns its id."""
-    row = get(session, user_id, memory_id)
-    session.execute(delete(MemoryKeyword).where(MemoryKeyword.memory_id == row.id))
-    session.delete(row)
-    changes.removed(session, user_id, row.id)
-    return row.id
 
 
 def record_access(session: Session, memory_ids: Sequence[str], *, now: datetime) -> int:
@@ -351,29 +289,46 @@ def apply_plan(
         session.add(row)
         inserted.append(memory_id)
     session.flush()
-    for memory_id, planned in zip(inserted, plan.inserts, strict=True):
-        index_keywords(session, memory_id, user_id, planned.keywords)
-    for bump in plan.bumps:
-        # Increments happen in SQL so concurrent readers never lose one; the times
-        # never move backwards (a confirmation may come from an older conversation).
-        said_at = bump.confirmed_at
+    keyword_index.index(
+        session,
+        user_id,
+        {memory_id: p.keywords for memory_id, p in zip(inserted, plan.inserts, strict=True)},
+    )
+    if plan.bumps:
+        # One statement for all the bumps, executed for each (psycopg pipelines an
+        # executemany: one round trip). Increments happen in SQL so concurrent readers
+        # never lose one; the times never move backwards (a confirmation may come from
+        # an older conversation). The plan already took the max of the stored and the
+        # new importance and confidence.
+        table = cast(Table, MemoryRow.__table__)
+        said_at: BindParameter[datetime] = bindparam("b_said_at")
         session.execute(
-            update(MemoryRow)
-            .where(MemoryRow.id == bump.memory_id, MemoryRow.user_id == user_id)
+            update(table)
+            .where(table.c.id == bindparam("b_id"), table.c.user_id == user_id)
             .values(
-                access_count=MemoryRow.access_count + bump.increment,
+                access_count=table.c.access_count + bindparam("b_increment"),
                 confirmed_at=case(
-                    (MemoryRow.confirmed_at < said_at, said_at), else_=MemoryRow.confirmed_at
+                    (table.c.confirmed_at < said_at, said_at), else_=table.c.confirmed_at
                 ),
                 accessed_at=case(
-                    (MemoryRow.accessed_at < said_at, said_at), else_=MemoryRow.accessed_at
+                    (table.c.accessed_at < said_at, said_at), else_=table.c.accessed_at
                 ),
-                # The plan already took the max of the stored and the new values.
-                importance=bump.importance,
-                confidence=bump.confidence,
-                evidence_seq=bump.evidence_seq,
+                importance=bindparam("b_importance"),
+                confidence=bindparam("b_confidence"),
+                evidence_seq=bindparam("b_evidence_seq"),
                 change_seq=number,
-            )
+            ),
+            [
+                {
+                    "b_id": bump.memory_id,
+                    "b_increment": bump.increment,
+                    "b_said_at": bump.confirmed_at,
+                    "b_importance": bump.importance,
+                    "b_confidence": bump.confidence,
+                    "b_evidence_seq": bump.evidence_seq,
+                }
+                for bump in plan.bumps
+            ],
         )
     for supersede in plan.supersedes:
         session.execute(
@@ -385,13 +340,64 @@ def apply_plan(
                 change_seq=number,
             )
         )
+    _record_plan(
+        session,
+        plan,
+        inserted,
+        user_id=user_id,
+        job_id=job_id,
+        conversation_id=conversation_id,
+        now=now,
+    )
     return inserted
 
 
-def promote_to_verified(session: Session, user_id: str, memory_ids: Sequence[str]) -> None:
+def _record_plan(
+    session: Session,
+    plan: DedupPlan,
+    inserted: Sequence[str],
+    *,
+    user_id: str,
+    job_id: str,
+    conversation_id: str,
+    now: datetime,
+) -> None:
+    """The plan's events, one statement: where each insert and confirmation came from."""
+    events: list[tuple[str, EventKind, dict[str, Any] | None]] = []
+    for memory_id, planned in zip(inserted, plan.inserts, strict=True):
+        detail: dict[str, Any] = {
+            "job_id": job_id,
+            "conversation_id": planned.conversation_id,
+            "from_seq": planned.evidence_from_seq,
+            "to_seq": planned.evidence_to_seq,
+        }
+        if planned.status != "active":
+            detail["status"] = planned.status
+        events.append((memory_id, "created", detail))
+    for bump in plan.bumps:
+        events.append(
+            (
+                bump.memory_id,
+                "confirmed",
+                {"job_id": job_id, "conversation_id": conversation_id, "increment": bump.increment},
+            )
+        )
+    for supersede in plan.supersedes:
+        by = inserted[supersede.by_insert]
+        events.append((supersede.memory_id, "superseded", {"job_id": job_id, "by": by}))
+    for forgotten in plan.forgotten:
+        events.append((forgotten.memory_id, "suppressed", {"job_id": job_id}))
+    memory_events.record_many(
+        session, user_id=user_id, actor=memory_events.WORKER, at=now, events=events
+    )
+
+
+def promote_to_verified(
+    session: Session, user_id: str, memory_ids: Sequence[str], *, now: datetime
+) -> None:
     """Candidates that earned the verified tier (rule in memlane.pipeline.tiers)."""
     if memory_ids:
-        session.execute(
+        promoted = session.scalars(
             update(MemoryRow)
             .where(
                 MemoryRow.id.in_(list(memory_ids)),
@@ -399,4 +405,12 @@ def promote_to_verified(session: Session, user_id: str, memory_ids: Sequence[str
                 MemoryRow.tier == "candidate",
             )
             .values(tier="verified", change_seq=changes.stamp(session, user_id))
+            .returning(MemoryRow.id)
+        ).all()
+        memory_events.record_many(
+            session,
+            user_id=user_id,
+            actor=memory_events.WORKER,
+            at=now,
+            events=[(memory_id, "verified", {"from": "candidate"}) for memory_id in promoted],
         )

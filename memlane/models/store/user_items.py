@@ -14,14 +14,16 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
+from functools import lru_cache
 from typing import Any
 from typing import cast as cast_
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import DateTime, LargeBinary, Text, cast, func, select, type_coerce
+from sqlalchemy import DateTime, LargeBinary, Text, bindparam, cast, func, select, type_coerce
 from sqlalchemy.orm import Session, defer
 
+from memlane.models.pipelined import CompiledRead, compile_read
 from memlane.models.store.context_items import episode_record, procedures, soul_blocks
 from memlane.models.store.memories import stored_record
 from memlane.models.tables import EpisodeRow, MemoryRow
@@ -110,26 +112,61 @@ def memory_of(
 ) -> tuple[MemoryRecord, str, Vectors]:
     """A row of `memory_columns` as the memory's record (without its vector), its status
     and its (embedder, vector); `keywords` when `keywords_of` has parsed them already."""
+    record = memory_record(row, keywords)
+    raw, model = cast_(bytes | None, row[-1]), cast_(str | None, row[-2])
+    vector = vector_of(raw, postgres)
+    return record, record.status, (model, vector) if vector is not None and model else None
+
+
+def record_columns() -> list[Any]:
+    """`memory_columns` without the vector: what `memory_record` reads."""
+    return list(_MEMORY_COLUMNS)
+
+
+def memory_record(row: Sequence[Any], keywords: frozenset[str] | None = None) -> MemoryRecord:
+    """A row of `record_columns` (or `memory_columns`) as the memory's record, without
+    its vector; `keywords` when `keywords_of` has parsed them already."""
     fields = dict(zip(_NAMES, row, strict=False))
     fields["keywords"] = keywords if keywords is not None else keywords_of([row])[0]
     for name in _TIMES:
         when = fields[name]
         if when is not None and when.tzinfo is not UTC:
             fields[name] = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    raw, model = cast_(bytes | None, row[-1]), cast_(str | None, row[-2])
-    vector = vector_of(raw, postgres)
-    status = cast_(str, fields["status"])
-    return stored_record(fields), status, (model, vector) if vector is not None and model else None
+    return stored_record(fields)
+
+
+def _active_memories(postgres: bool) -> Any:
+    return (
+        select(*memory_columns(postgres))
+        .where(MemoryRow.user_id == bindparam("user_id"), MemoryRow.status == "active")
+        .order_by(MemoryRow.id)
+    )
+
+
+@lru_cache(maxsize=1)
+def _active_memories_read() -> CompiledRead:
+    return compile_read(_active_memories(True))
+
+
+def _memory_rows(session: Session, user_id: str, postgres: bool) -> Sequence[Sequence[Any]]:
+    """The rows of the user's active memories. On PostgreSQL on the session's own
+    psycopg connection (its transaction), in the binary protocol: a 10k user's vectors
+    come as bytes instead of hex text, and the rows skip SQLAlchemy's result machinery
+    (the read took ~300 ms of CPU that way, most of a load)."""
+    if not postgres:
+        return session.execute(_active_memories(False), {"user_id": user_id}).all()
+    read = _active_memories_read()
+    driver: Any = session.connection().connection.driver_connection
+    with driver.cursor(binary=True) as cursor:
+        cursor.execute(read.sql, {**read.params, "user_id": user_id})
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+    return rows
 
 
 def load(session: Session, user_id: str) -> UserItems:
     """The user's items, each list in id order."""
     postgres = session.get_bind().dialect.name == "postgresql"
-    rows = session.execute(
-        select(*memory_columns(postgres))
-        .where(MemoryRow.user_id == user_id, MemoryRow.status == "active")
-        .order_by(MemoryRow.id)
-    ).all()
+    rows = _memory_rows(session, user_id, postgres)
     memories: list[MemoryRecord] = []
     memory_vectors: list[Vectors] = []
     for row, words in zip(rows, keywords_of(rows), strict=True):

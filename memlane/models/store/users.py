@@ -20,18 +20,26 @@ from memlane.models.tables import (
     Conversation,
     EpisodeRow,
     Job,
+    MemoryEventRow,
+    MemoryFingerprint,
     MemoryKeyword,
+    MemoryKeywordCount,
     MemoryRow,
     Message,
     ProcedureRow,
     RemovedItem,
     SoulBlockRow,
+    UserSecret,
     UserState,
 )
 
 # Children before parents (messages and jobs name their conversation).
 _BY_USER: tuple[Any, ...] = (
+    MemoryEventRow,
+    MemoryFingerprint,
+    UserSecret,
     MemoryKeyword,
+    MemoryKeywordCount,
     MemoryRow,
     EpisodeRow,
     ProcedureRow,

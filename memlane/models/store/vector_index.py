@@ -24,7 +24,8 @@ connection by models/db.py) keep the other filters (status, expiry) from leaving
 top-k short.
 
 Not for every embedder: on the sparse vectors of the `hashing` embedder an HNSW graph
-finds only 55–72% of the exact top 50 (bench/README.md), so `auto` keeps those exact.
+misses much of the exact top 50 (bench/README.md), so `auto` keeps those exact; each
+embedder says which it is (`EmbedderCapabilities.ann_helps`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from collections.abc import Iterable
 from sqlalchemy import Engine, func, select, text
 
 from memlane.models.tables import MemoryRow
+from memlane.pipeline.embedding import EmbedderCapabilities
 
 log = logging.getLogger("memlane.store")
 
@@ -44,14 +46,14 @@ MAX_HNSW_DIM = 2000
 PREFIX = "ix_memories_hnsw_"
 
 
-def wants_hnsw(policy: str, model: str) -> bool:
-    """`hnsw`: always; `exact`: never; `auto`: for every embedder but `hashing`, whose
-    sparse vectors an HNSW graph navigates poorly."""
+def wants_hnsw(policy: str, capabilities: EmbedderCapabilities) -> bool:
+    """`hnsw`: always; `exact`: never; `auto`: for the embedders an approximate index
+    helps (not `hashing`, whose sparse vectors an HNSW graph navigates poorly)."""
     if policy == "hnsw":
         return True
     if policy == "exact":
         return False
-    return not model.startswith("hashing-")
+    return capabilities.ann_helps
 
 
 def index_name(user_id: str, model: str, dim: int) -> str:
@@ -81,9 +83,9 @@ def ensure_hnsw(engine: Engine, user_id: str, model: str, dim: int) -> str | Non
     """Create the user's HNSW index of (model, dim) unless it exists; its name, or None
     when the database is not PostgreSQL or the dimension is beyond pgvector's limit.
 
-    Built CONCURRENTLY, so the user's writers go on meanwhile (2 s for 10k vectors of
-    384 dimensions, 40 s for 100k, on 2 cores); a build that failed half-way leaves an
-    invalid index, which is dropped and built again."""
+    Built CONCURRENTLY, so the user's writers go on meanwhile (seconds to tens of
+    seconds: bench/README.md); a build that failed half-way leaves an invalid index,
+    which is dropped and built again."""
     if engine.dialect.name != "postgresql":
         return None
     if dim > MAX_HNSW_DIM:

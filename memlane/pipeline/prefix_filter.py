@@ -1,0 +1,141 @@
+"""Which postings a dedup lookup must read: the prefix filter of set-similarity joins
+(AllPairs, PPJoin), applied to the probe side of an index that holds every keyword of
+every stored memory.
+
+Let x be a new memory's keyword set and t the Jaccard threshold. A stored y with
+J(x, y) ≥ t shares at least α(x) = ⌈t·|x|⌉ keywords with x (|x ∩ y| ≥ t·|x ∪ y| ≥ t·|x|).
+Put x's keywords in any order: if y missed all of the first |x| − α + 1 of them, it could
+share at most α − 1. So y contains one of those "prefix" keywords, whatever the order.
+Ordering rarest first (by the keyword's frequency in the user's store) makes the
+postings read the shortest ones; a stale frequency only costs speed, never a candidate.
+
+Further keywords: y shares α keywords with x, so among the first k keywords of x
+(k ≥ |x| − α + 1) it shares at least m = α − (|x| − k). The lookup reads one keyword
+more (and requires one more shared) while that keyword's postings cost less to read
+than the rows the probe would find without it (`POSTINGS_PER_ROW`, the rows estimated
+from the frequencies): posting lists read in the index instead of fetching every memory
+that shares a single rare keyword (on bench.dedup's 100k store: tens of rows at p50,
+not ~2,900).
+
+The same holds for what the polarity guard needs: a conflict needs Jaccard ≥ t between
+the topic sets (memlane.pipeline.similarity), so the topic set gets its own probe. Below
+min_keywords a duplicate is the same text and a conflict the same topic: equal keyword
+(topic) sets, which share every keyword, so every probe finds them too. A statement with
+no keyword at all is matched by its exact text alone, which no keyword index finds.
+
+The length filter: a duplicate y has t·|x| ≤ |y| ≤ |x|/t (`length_fits`); the store
+applies it, with the exact rules, to the rows a probe finds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from memlane.pipeline.keywords import topic_keywords
+from memlane.pipeline.similarity import jaccard
+
+_EPSILON = 1e-9  # 0.6 · 5 is 3.0000000000000004 in floating point
+# A posting read in the index (an index-only scan, grouped) costs about a sixteenth of a
+# memory row read and checked (PostgreSQL, bench.dedup's 100k store; bench/README.md).
+POSTINGS_PER_ROW = 16
+
+
+def required_overlap(size: int, threshold: float) -> int:
+    """α = ⌈t·size⌉ (at least 1): the keywords a set of `size` must share with any set it
+    is t-similar to."""
+    return max(1, math.ceil(threshold * size - _EPSILON))
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Read the postings of `words`; a stored memory found `at_least` times is a
+    candidate, one found fewer times cannot be a duplicate or a conflict."""
+
+    words: tuple[str, ...]
+    at_least: int
+
+
+def probe(
+    words: frozenset[str], frequency: Mapping[str, int], *, threshold: float, total: int = 0
+) -> Probe | None:
+    """The probe of one keyword set (None for an empty set), rarest keywords first
+    (ties by the keyword), a keyword the store lacks counting as 0. `total`: how many
+    memories the store indexes (for the estimate of the rows a probe finds)."""
+    if not words:
+        return None
+    alpha = required_overlap(len(words), threshold)
+    ordered = sorted(words, key=lambda word: (frequency.get(word, 0), word))
+    counts = [frequency.get(word, 0) for word in ordered]
+    read = len(words) - alpha + 1
+    size = max([total, *counts, 1])
+    # One keyword more (and one more shared keyword required) while reading its postings
+    # costs less than reading the rows the probe would find without it.
+    while read < len(words) and counts[read] <= POSTINGS_PER_ROW * _rows_found(
+        counts[:read], at_least=alpha - (len(words) - read), size=size
+    ):
+        read += 1
+    return Probe(tuple(ordered[:read]), alpha - (len(words) - read))
+
+
+def _rows_found(counts: Sequence[int], *, at_least: int, size: int) -> float:
+    """About how many of `size` memories hold at least `at_least` of keywords held by
+    `counts` memories each, were keywords independent: size · e_m(p), e_m the elementary
+    symmetric polynomial of the keywords' shares p (an upper bound for m = 1)."""
+    shares = [min(1.0, count / size) for count in counts]
+    sums = [1.0] + [0.0] * at_least
+    for share in shares:
+        for m in range(at_least, 0, -1):
+            sums[m] += sums[m - 1] * share
+    return size * sums[at_least]
+
+
+def probes(
+    keyword_sets: Iterable[frozenset[str]],
+    frequency: Mapping[str, int],
+    *,
+    threshold: float,
+    total: int = 0,
+) -> list[Probe]:
+    """Every probe a batch of new memories needs: one for each keyword set and one for
+    its topic (the polarity guard's), without repeats."""
+    found: dict[Probe, None] = {}
+    for words in keyword_sets:
+        for part in (words, topic_keywords(words)):
+            made = probe(part, frequency, threshold=threshold, total=total)
+            if made is not None:
+                found[made] = None
+    return list(found)
+
+
+def matches(probe_: Probe, stored: frozenset[str]) -> bool:
+    """Whether a stored keyword set passes the probe (what the index lookup computes)."""
+    return sum(word in stored for word in probe_.words) >= probe_.at_least
+
+
+def length_fits(new: frozenset[str], stored: frozenset[str], *, threshold: float) -> bool:
+    """|stored| within [t·|new|, |new|/t]: a necessary condition of Jaccard ≥ t."""
+    size = len(stored)
+    return threshold * len(new) - _EPSILON <= size <= len(new) / threshold + _EPSILON
+
+
+def could_match(new: frozenset[str], stored: frozenset[str], *, threshold: float) -> bool:
+    """The keyword sets' part of the rules, exactly: whether a stored memory with these
+    keywords can duplicate or conflict with the new one (the texts' polarity and wording,
+    which decide the rest, are `memlane.pipeline.dedup.plan`'s to check): never False for
+    a stored memory that does.
+    - duplicate: the same keywords (the same text has them), or Jaccard ≥ t;
+    - conflict: the same topic, or Jaccard(topics) ≥ t."""
+    if stored == new:
+        return True
+    if (
+        new
+        and length_fits(new, stored, threshold=threshold)
+        and jaccard(new, stored) >= threshold - _EPSILON
+    ):
+        return True
+    topic, other = topic_keywords(new), topic_keywords(stored)
+    if not topic or not other:
+        return False
+    return topic == other or jaccard(topic, other) >= threshold - _EPSILON

@@ -1,0 +1,166 @@
+"""The dedup lookup on both backends: the SQL finds what the prefix filter's simulation
+finds (tests/unit/test_prefix_filter.py proves the simulation exact), and the keyword
+frequencies stay equal to the index's postings through inserts, plans, purges and an
+erased user."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import datetime
+
+import pytest
+from sqlalchemy import select
+
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import MemoryCreate
+from memlane.models.store import dedup_reads, memories, memory_changes, users
+from memlane.models.tables import MemoryKeyword, MemoryKeywordCount
+from memlane.pipeline import dedup
+from memlane.pipeline.keywords import keywords
+from memlane.pipeline.records import ExtractedMemory, MemoryRecord
+from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
+from tests.unit.test_prefix_filter import exhaustive, found_by_lookup
+
+_WORDS = ["java", "java", "project", "team", *(f"w{i}" for i in range(25))]
+_VERBS = ["likes", "dislikes", "prefers", "never uses", "uses", "does not use"]
+
+
+def text(rng: random.Random) -> str:
+    words = rng.choices(_WORDS, k=rng.randint(0, 8))
+    return f"User {rng.choice(_VERBS)} {' '.join(words)}.".replace(" .", ".")
+
+
+def counted(url: str, user: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(the counts table, the postings counted) for the user; under "" the memories."""
+    with unit_of_work(url) as s:
+        table = dict(
+            s.execute(
+                select(MemoryKeywordCount.keyword, MemoryKeywordCount.memories).where(
+                    MemoryKeywordCount.user_id == user
+                )
+            ).all()
+        )
+        rows = s.execute(
+            select(MemoryKeyword.memory_id, MemoryKeyword.keyword).where(
+                MemoryKeyword.user_id == user
+            )
+        ).all()
+    postings = Counter(keyword for _, keyword in rows)
+    if rows:
+        postings[""] = len({memory_id for memory_id, _ in rows})
+    return table, dict(postings)
+
+
+def stored(url: str, user: str) -> list[MemoryRecord]:
+    with unit_of_work(url) as s:
+        rows = memories.list_for_user(s, user, status=None, limit=10_000)
+        return [
+            MemoryRecord.model_validate(
+                {**row.model_dump(), "keywords": keywords(row.content)}, from_attributes=False
+            )
+            for row in rows
+        ]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_sql_lookup_finds_what_the_prefix_filter_finds(
+    db_url: str, now: datetime, seed: int
+) -> None:
+    rng = random.Random(seed)
+    with unit_of_work(db_url) as s:
+        for _ in range(60):
+            added = memories.add(
+                s,
+                user_id="u1",
+                memory=MemoryCreate(content=(content := text(rng))),
+                keywords=keywords(content),
+                embedding=None,
+                embedding_model="test",
+                now=now,
+            )
+            if rng.random() < 0.3:
+                memory_changes.set_status(s, "u1", added.id, rng.choice(["deleted", "superseded"]))
+        # another user's identical memories are never found
+        for _ in range(10):
+            content = text(rng)
+            memories.add(
+                s,
+                user_id="u2",
+                memory=MemoryCreate(content=content),
+                keywords=keywords(content),
+                embedding=None,
+                embedding_model="test",
+                now=now,
+            )
+    store = stored(db_url, "u1")
+    frequency = Counter(word for m in store for word in m.keywords)
+    for _ in range(15):
+        new = [text(rng) for _ in range(rng.randint(1, 4))]
+        sets = [keywords(t) for t in new]
+        with unit_of_work(db_url) as s:
+            found = dedup_reads.candidates(s, "u1", sets, threshold=DEDUP_THRESHOLD)
+        expected = found_by_lookup(
+            sets, store, dict(frequency), total=sum(bool(m.keywords) for m in store)
+        )
+        assert [m.id for m in found] == sorted(m.id for m in expected)
+        assert exhaustive(new, store) <= {m.id for m in found}
+        assert all(m.user_id == "u1" for m in found)
+
+
+def test_the_frequencies_follow_the_index(db_url: str, now: datetime) -> None:
+    rng = random.Random(7)
+    ids = []
+    with unit_of_work(db_url) as s:
+        for _ in range(20):
+            content = text(rng)
+            ids.append(
+                memories.add(
+                    s,
+                    user_id="u1",
+                    memory=MemoryCreate(content=content),
+                    keywords=keywords(content),
+                    embedding=None,
+                    embedding_model="test",
+                    now=now,
+                ).id
+            )
+    sightings = [
+        dedup.Sighting.of(
+            ExtractedMemory(content=text(rng), category="fact", importance=0.5, confidence=1.0),
+            conversation_id="c1",
+            new_from_seq=0,
+            end_seq=3,
+        )
+        for _ in range(6)
+    ]
+    with unit_of_work(db_url) as s:
+        known = dedup_reads.candidates(
+            s, "u1", [x.keywords for x in sightings], threshold=DEDUP_THRESHOLD
+        )
+        memories.apply_plan(
+            s,
+            dedup.plan(
+                sightings,
+                known,
+                now=now,
+                threshold=DEDUP_THRESHOLD,
+                min_keywords=DEDUP_MIN_KEYWORDS,
+            ),
+            user_id="u1",
+            job_id="job_1",
+            conversation_id="c1",
+            vectors=[],
+            embedding_model="test",
+            now=now,
+        )
+    table, postings = counted(db_url, "u1")
+    assert table == postings and sum(table.values()) > 0
+    with unit_of_work(db_url) as s:
+        for memory_id in ids[:12]:
+            memory_changes.purge(s, "u1", memory_id)
+    table, postings = counted(db_url, "u1")
+    assert table == postings
+    with unit_of_work(db_url) as s:
+        users.erase(s, "u1")
+    assert counted(db_url, "u1") == ({}, {})

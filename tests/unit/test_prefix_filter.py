@@ -1,0 +1,178 @@
+"""The prefix filter finds every stored memory the dedup rules need, on any store.
+
+The lookup is simulated here exactly as the store runs it (tests/integration/
+test_dedup_lookup.py checks the SQL against the same simulation): the probes' postings,
+the memories found `at_least` times, then `could_match`. The exhaustive answer compares
+every stored memory with every new one by the rules themselves (similarity.py).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane.pipeline.dedup import Sighting, plan
+from memlane.pipeline.keywords import keywords
+from memlane.pipeline.prefix_filter import (
+    could_match,
+    length_fits,
+    matches,
+    probe,
+    probes,
+    required_overlap,
+)
+from memlane.pipeline.records import ExtractedMemory, MemoryRecord, MemoryStatus
+from memlane.pipeline.similarity import Statement, statements_conflict, statements_duplicate
+from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+T, M = DEDUP_THRESHOLD, DEDUP_MIN_KEYWORDS
+
+
+def found_by_lookup(
+    new: list[frozenset[str]],
+    store: list[MemoryRecord],
+    frequency: dict[str, int],
+    *,
+    total: int = 0,
+) -> list[MemoryRecord]:
+    made = probes([s for s in new if s], frequency, threshold=T, total=total)
+    return [
+        m
+        for m in store
+        if m.status in ("active", "deleted")
+        and any(matches(p, m.keywords) for p in made)
+        and any(could_match(s, m.keywords, threshold=T) for s in new if s)
+    ]
+
+
+def exhaustive(new: list[str], store: list[MemoryRecord]) -> set[str]:
+    mine = [Statement.of(text, keywords(text)) for text in new]
+    found = set()
+    for m in store:
+        if m.status not in ("active", "deleted"):
+            continue
+        theirs = Statement.of(m.content, m.keywords)
+        if any(
+            statements_duplicate(x, theirs, threshold=T, min_keywords=M)
+            or statements_conflict(x, theirs, threshold=T, min_keywords=M)
+            for x in mine
+        ):
+            found.add(m.id)
+    return found
+
+
+def record(index: int, content: str, status: MemoryStatus) -> MemoryRecord:
+    return MemoryRecord(
+        id=f"mem_{index:04d}",
+        user_id="u1",
+        content=content,
+        category="fact",
+        importance=0.5,
+        confidence=0.7,
+        status=status,
+        keywords=keywords(content),
+        access_count=1,
+        created_at=NOW,
+        accessed_at=NOW,
+        source_conversation_id="c0",
+    )
+
+
+def sighting(content: str) -> Sighting:
+    memory = ExtractedMemory(content=content, category="fact", importance=0.8, confidence=1.0)
+    return Sighting.of(memory, conversation_id="c1", new_from_seq=0, end_seq=9)
+
+
+# Adversarial vocabulary: the subject word in every statement, one word ("java") in most,
+# polarity words that are no topic, and a long tail; drawn with skewed weights.
+_COMMON = ["java", "java", "java", "project", "project", "team"]
+_TAIL = [f"w{i}" for i in range(30)]
+_POLAR = ["likes", "dislikes", "prefers", "always uses", "never uses", "does not use", "uses"]
+
+
+@st.composite
+def statement(draw: st.DrawFn) -> str:
+    subject = draw(st.sampled_from(["User", "The user", "User's team"]))
+    verb = draw(st.sampled_from(_POLAR))
+    words = draw(
+        st.lists(
+            st.sampled_from(_COMMON) | st.sampled_from(_TAIL[:5]) | st.sampled_from(_TAIL),
+            min_size=0,
+            max_size=9,
+        )
+    )
+    return f"{subject} {verb} {' '.join(words)}.".replace(" .", ".")
+
+
+@st.composite
+def store_strategy(draw: st.DrawFn) -> list[MemoryRecord]:
+    texts = draw(st.lists(statement(), max_size=40))
+    statuses: list[MemoryStatus] = ["active", "active", "active", "deleted", "superseded"]
+    return [record(i, text, draw(st.sampled_from(statuses))) for i, text in enumerate(texts)]
+
+
+def store_frequency(store: list[MemoryRecord]) -> dict[str, int]:
+    return dict(Counter(word for m in store for word in m.keywords))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(statement(), min_size=1, max_size=10), store_strategy())
+def test_the_lookup_finds_every_duplicate_and_conflict_and_plans_alike(
+    new: list[str], store: list[MemoryRecord]
+) -> None:
+    new_sets = [keywords(text) for text in new]
+    found = found_by_lookup(new_sets, store, store_frequency(store), total=len(store))
+    assert exhaustive(new, store) <= {m.id for m in found}
+    sightings = [sighting(text) for text in new]
+    rules = {"threshold": T, "min_keywords": M}
+    assert plan(sightings, found, now=NOW, **rules) == plan(sightings, store, now=NOW, **rules)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(statement(), min_size=1, max_size=5),
+    store_strategy(),
+    st.dictionaries(st.sampled_from(_COMMON + _TAIL + ["user"]), st.integers(0, 1000)),
+    st.integers(0, 2000),
+)
+def test_stale_or_wrong_frequencies_cost_speed_never_a_candidate(
+    new: list[str], store: list[MemoryRecord], frequency: dict[str, int], total: int
+) -> None:
+    found = found_by_lookup([keywords(text) for text in new], store, frequency, total=total)
+    assert exhaustive(new, store) <= {m.id for m in found}
+
+
+@given(st.frozensets(st.sampled_from([*_TAIL, "user", "java"]), min_size=1))
+def test_a_probe_reads_the_rarest_keywords(words: frozenset[str]) -> None:
+    frequency = {word: 1000 if word in ("user", "java") else 3 for word in words}
+    made = probe(words, frequency, threshold=T)
+    assert made is not None
+    alpha = required_overlap(len(words), T)
+    assert len(made.words) - made.at_least == len(words) - alpha  # the overlap bound
+    rare = sorted(w for w in words if w not in ("user", "java"))
+    # the common words come last, and are read only when nothing rarer is left
+    assert list(made.words[: len(rare)]) == rare[: len(made.words)]
+
+
+def test_a_keyword_is_read_only_when_its_postings_cost_less_than_the_rows_it_saves() -> None:
+    words = frozenset({"everyone", "allerg", "peanut"})  # α = 2: a prefix of two
+    common = {"everyone": 1_000_000, "allerg": 6_800, "peanut": 850}
+    made = probe(words, common, threshold=T, total=1_000_000)
+    # 1M postings for at most 7,650 rows: not worth it
+    assert made is not None and made.words == ("peanut", "allerg") and made.at_least == 1
+    rarer = {"everyone": 60_000, "allerg": 6_800, "peanut": 850}
+    made = probe(words, rarer, threshold=T, total=1_000_000)
+    assert made is not None and made.words == ("peanut", "allerg", "everyone")
+    assert made.at_least == 2
+
+
+@given(st.frozensets(st.sampled_from(_TAIL), min_size=1), st.frozensets(st.sampled_from(_TAIL)))
+def test_the_length_filter_keeps_every_set_similar_enough(
+    a: frozenset[str], b: frozenset[str]
+) -> None:
+    if len(a & b) / len(a | b) >= T:
+        assert length_fits(a, b, threshold=T)
