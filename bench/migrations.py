@@ -1,13 +1,13 @@
 """How long a data migration takes on a 100k-memory store.
 
-    python -m bench.migrations [--backends postgresql,sqlite] [--to 0008]
+    python -m bench.migrations [--backends postgresql,sqlite] [--to 0009]
 
 Builds a store at revision 0004 with raw SQL (100 users, 100k memories each evidenced by
 a message of its conversation, half of them made by a job, 10k jobs and episodes, 100k
 messages), upgrades it untimed to the revision before `--to`, then times the upgrade to
 `--to`: 0005 (confirmed_at, refs, dated episodes, the change feed), 0007 (memory_events,
-a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed). PostgreSQL
-uses its own scratch database, dropped afterwards.
+a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
+erasures table). PostgreSQL uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _time(url: str, postgres: bool, target: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="postgresql,sqlite")
-    parser.add_argument("--to", default="0008", help="the revision timed (0005 or later)")
+    parser.add_argument("--to", default="0009", help="the revision timed (0005 or later)")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for backend in args.backends.split(","):

@@ -12,7 +12,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -101,6 +101,7 @@ class PackWriter:
                         (pack["pack_id"], pack["user_id"], pack["assembled_at"], text)
                         for pack, text in zip(packs, texts, strict=True)
                     ],
+                    now=datetime.now(UTC),
                 )
         except Exception:
             log.exception("could not save %d context packs", len(packs))

@@ -650,7 +650,7 @@ class Memlane(MemoryCuration, UserTransfer):
         deleted per table. Every process's working set drops the user at its next
         assembly for them; a task in flight for one of their jobs does nothing."""
         with unit_of_work(self.url) as session:
-            counts = users.erase(session, user_id)
+            counts = users.erase(session, user_id, now=utcnow())
         if self._working is not None:
             self._working.forget(user_id)
         log.info("erased user %s: %s", user_id, counts)

@@ -353,6 +353,18 @@ class MemoryEventRow(Base):
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
 
+class Erasure(Base):
+    """A fence left by erasing a user (migration 0009): a context pack assembled for
+    them before the erasure and saved after it, by another process's background
+    writer, is refused (models/store/erasures.py). Keyed by a hash of the id, so the id
+    itself is gone; the sweep lifts fences older than erasures.FENCE."""
+
+    __tablename__ = "erasures"
+
+    user_key: Mapped[str] = mapped_column(String(64), primary_key=True)  # sha256, hex
+    erased_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
 class UserSecret(Base):
     """A user's secret (migration 0008), made on the first purge: the key of their
     memories' fingerprints (pipeline/fingerprints.py). Erasing the user deletes it."""

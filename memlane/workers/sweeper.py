@@ -1,6 +1,6 @@
 """Periodic recovery and upkeep: jobs whose broker message may be lost, conversation
-tails that no 5th assistant message will ever trigger, and retention (message texts and
-context packs older than the operator keeps them)."""
+tails that no 5th assistant message will ever trigger, retention (message texts and
+context packs older than the operator keeps them), and erasure fences that have expired."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import conversations, jobs, memories, retention
+from memlane.models.store import conversations, erasures, jobs, memories, retention
 from memlane.pipeline.cadence import tail_windows
 from memlane.workers.runner import utcnow
 
@@ -59,6 +59,7 @@ def sweep(
             )
             result.extract.extend(created)
             result.tails += len(created)
+        erasures.lift_expired(session, now=now)
     if settings.message_retention_days is not None:
         with unit_of_work(settings.resolved_database_url) as session:
             cutoff = now - timedelta(days=settings.message_retention_days)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
@@ -162,5 +162,5 @@ def test_the_frequencies_follow_the_index(db_url: str, now: datetime) -> None:
     table, postings = counted(db_url, "u1")
     assert table == postings
     with unit_of_work(db_url) as s:
-        users.erase(s, "u1")
+        users.erase(s, "u1", now=datetime.now(UTC))
     assert counted(db_url, "u1") == ({}, {})

@@ -4,6 +4,7 @@ are untouched; another process's working set drops them; the doors agree."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -112,4 +113,67 @@ def test_a_task_for_an_erased_users_job_does_nothing(lane: Memlane, db_url: str)
     for job_id in job_ids:  # a redelivered message after the erasure
         assert runner.run_extract(job_id, lane.settings).next == "skipped"
         assert runner.run_store(job_id, lane.settings).next == "skipped"
+    assert hits(db_url, VICTIM, CANARY) == {}
+
+
+def test_a_pack_in_flight_when_its_user_is_erased_is_not_saved(db_url: str, now: datetime) -> None:
+    """A pack assembled before the erasure reaches the store after it (another process's
+    background writer): the erasure's fence refuses it, saves the other user's packs of
+    the same batch, and lifts after erasures.FENCE, at the latest by the sweep."""
+    from datetime import timedelta
+
+    from memlane.models.db import unit_of_work
+    from memlane.models.store import context_items, erasures, users
+    from memlane.models.tables import ContextPackRow, Erasure
+
+    def pack(n: int, user: str) -> tuple[str, str, datetime, str]:
+        return (f"pack_{n}", user, now, json.dumps({"query": f"{CANARY} tea"}))
+
+    with unit_of_work(db_url) as s:
+        users.erase(s, VICTIM, now=now)
+    with unit_of_work(db_url) as s:
+        context_items.save_packs(s, [pack(1, VICTIM), pack(2, OTHER)], now=now)
+    assert hits(db_url, VICTIM) == {}
+    assert hits(db_url, OTHER) == {"context_packs": 1}
+    later = now + erasures.FENCE + timedelta(seconds=1)
+    with unit_of_work(db_url) as s:  # the user came back after the fence
+        context_items.save_packs(s, [pack(3, VICTIM)], now=later)
+    assert hits(db_url, VICTIM) == {"context_packs": 1}
+    with unit_of_work(db_url) as s:
+        assert erasures.lift_expired(s, now=later) == 1
+        assert s.scalars(select(Erasure)).all() == []
+        assert s.get(ContextPackRow, "pack_3") is not None
+
+
+def test_an_erasure_started_first_holds_back_a_concurrent_pack_save(
+    db_url: str, now: datetime
+) -> None:
+    """The race itself: while an erasure's transaction is open, a pack save of that user
+    waits for it (PostgreSQL: the user's lock, shared; SQLite: the one writer) and then
+    sees its fence, instead of landing after the delete."""
+    import threading
+
+    from memlane.models.db import unit_of_work
+    from memlane.models.store import context_items, users
+
+    lane_settings = load_settings(database_url=db_url)
+    with Memlane(lane_settings) as lane:
+        lane.add_memory(VICTIM, {"content": f"Keeps a {CANARY} notebook."})
+    saved = threading.Event()
+
+    def save() -> None:
+        try:
+            with unit_of_work(db_url) as s:
+                context_items.save_packs(s, [("pack_x", VICTIM, now, "{}")], now=now)
+        except Exception:  # SQLite may refuse a stale snapshot: the pack is dropped either way
+            pass
+        saved.set()
+
+    with unit_of_work(db_url) as s:
+        users.erase(s, VICTIM, now=now)
+        saver = threading.Thread(target=save)
+        saver.start()
+        assert not saved.wait(0.3)  # held back while the erasure is uncommitted
+    saver.join(timeout=30)
+    assert saved.is_set()
     assert hits(db_url, VICTIM, CANARY) == {}

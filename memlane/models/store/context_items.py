@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,21 +17,24 @@ from sqlalchemy import (
     bindparam,
     cast,
     delete,
+    exists,
     literal,
     null,
     or_,
     select,
+    text,
     union_all,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from memlane.models.store import changes, refs
+from memlane.models.store import changes, erasures, memories, refs
 from memlane.models.tables import (
     UTC_DT,
     ContextPackRow,
     EpisodeRow,
+    Erasure,
     ProcedureRow,
     SoulBlockRow,
 )
@@ -347,36 +349,54 @@ def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
 # --------------------------------------------------------------------------- packs
 
 
-def save_pack(
-    session: Session, *, pack_id: str, user_id: str, assembled_at: datetime, body: dict[str, Any]
+def save_packs(
+    session: Session, packs: Sequence[tuple[str, str, datetime, str]], *, now: datetime
 ) -> None:
-    """Idempotent: the same pack saved twice is one row."""
-    save_packs(session, [(pack_id, user_id, assembled_at, json.dumps(body))])
-
-
-def save_packs(session: Session, packs: Sequence[tuple[str, str, datetime, str]]) -> None:
     """(pack id, user id, assembled at, body as JSON text) each, in one statement run for
     all: the body goes in as the text it already is (a pack is ~70 KB of JSON at a 4,000
     token budget; serialising it twice was half the background writer's work, and that
-    work competes with assemblies for the interpreter). Idempotent, as save_pack."""
+    work competes with assemblies for the interpreter). Idempotent: the same pack saved
+    twice is one row. A pack of a user erased less than erasures.FENCE before `now` is
+    not saved (models/store/erasures.py)."""
     if not packs:
         return
     postgres = session.get_bind().dialect.name == "postgresql"
-    text_body = bindparam("body", type_=Text)
-    statement = (
-        _insert(session)(ContextPackRow)
-        .values(
-            id=bindparam("id"),
-            user_id=bindparam("user_id"),
-            assembled_at=bindparam("assembled_at", type_=UTC_DT),
-            body=cast(text_body, JSON) if postgres else text_body,
+    if postgres:
+        # Shared, so packs never wait on each other, only on the user's writers (erase).
+        keys = sorted({memories.user_lock_key(user_id) for _, user_id, _, _ in packs})
+        session.execute(
+            text("SELECT pg_advisory_xact_lock_shared(k) FROM unnest(CAST(:keys AS bigint[])) k"),
+            {"keys": keys},
         )
+    text_body = bindparam("body", type_=Text)
+    fenced = exists().where(
+        Erasure.user_key == bindparam("user_key"),
+        Erasure.erased_at > bindparam("fenced_since", type_=UTC_DT),
+    )
+    row = select(
+        bindparam("id", type_=String),
+        bindparam("user_id", type_=String),
+        bindparam("assembled_at", type_=UTC_DT),
+        cast(text_body, JSON) if postgres else text_body,
+    ).where(~fenced)
+    statement = (
+        _insert(session)(ContextPackRow.__table__)
+        .from_select(["id", "user_id", "assembled_at", "body"], row)
         .on_conflict_do_nothing()
     )
-    session.execute(
+    since = now - erasures.FENCE
+    # on the Core connection: the ORM's bulk INSERT does not take INSERT ... SELECT
+    session.connection().execute(
         statement,
         [
-            {"id": pack_id, "user_id": user_id, "assembled_at": at, "body": body}
+            {
+                "id": pack_id,
+                "user_id": user_id,
+                "assembled_at": at,
+                "body": body,
+                "user_key": erasures.user_key(user_id),
+                "fenced_since": since,
+            }
             for pack_id, user_id, at, body in packs
         ],
     )

@@ -106,10 +106,14 @@ def user_lock(session: Session, user_id: str) -> None:
     transaction-level advisory lock). SQLite allows one writer at a time anyway."""
     if session.get_bind().dialect.name != "postgresql":
         return
-    key = int.from_bytes(
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": user_lock_key(user_id)})
+
+
+def user_lock_key(user_id: str) -> int:
+    """The user's advisory lock key (a signed 64-bit integer)."""
+    return int.from_bytes(
         hashlib.blake2b(user_id.encode(), digest_size=8).digest(), "big", signed=True
     )
-    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def add(
