@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 
 from memlane.pipeline.assembly_types import AssemblyInput, DropReason
+from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import SOUL_KINDS, EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.scoring import RankedMemory
 
@@ -82,6 +83,14 @@ def query_words(query: str | None) -> frozenset[str]:
     """Lower-cased word tokens of the query, of at least MIN_MATCH_WORD characters."""
     words = _WORD.findall((query or "").lower())
     return frozenset(w for w in words if len(w) >= MIN_MATCH_WORD)
+
+
+def procedures_for_query(procedures: Iterable[Procedure], query: str | None) -> frozenset[str]:
+    """The ids of the procedures sharing a keyword (stemmed, `pipeline.keywords`) with the
+    query: the `procedure_ids` of an assembly from the store read, where the stored
+    keywords are at hand. No query, no procedures."""
+    words = keywords(query) if query else frozenset()
+    return frozenset(p.id for p in procedures if p.keywords & words)
 
 
 def matching_procedures(request: AssemblyInput) -> list[Procedure]:

@@ -11,6 +11,7 @@ and a budget is never one token short because of a binary float.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 
 from memlane.pipeline.errors import BudgetError
@@ -73,6 +74,53 @@ def derive_budget(
             required=required + math.ceil(1 / keep),
         )
     return budget
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetAsk:
+    """What one call says of its budget: a budget, or a context window and what it
+    reserves; each None is the configured value (`BudgetDefaults`). No defaults here:
+    the caller says None (memlane.config.settings holds the values)."""
+
+    budget_tokens: int | None
+    context_window: int | None
+    system_prompt_tokens: int | None
+    user_message_tokens: int | None
+    output_headroom: int | None
+    safety_margin: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetDefaults:
+    """The configured budget and reservations (settings), for what a call leaves out."""
+
+    budget_tokens: int
+    system_prompt_tokens: int
+    user_message_tokens: int
+    output_headroom: int
+    safety_margin: float
+
+
+_RESERVATIONS = tuple(f.name for f in fields(BudgetDefaults) if f.name != "budget_tokens")
+
+
+def resolve_budget(ask: BudgetAsk, defaults: BudgetDefaults) -> int:
+    """The budget of one call: its `budget_tokens` (`validate_budget`); else, with a
+    `context_window`, `derive_budget` of it, each reservation the call's or the
+    configured one; else the configured budget."""
+    if ask.budget_tokens is not None:
+        return validate_budget(ask.budget_tokens)
+    if ask.context_window is None:
+        return defaults.budget_tokens
+    given = {name: value for name in _RESERVATIONS if (value := getattr(ask, name)) is not None}
+    reserved = replace(defaults, **given)
+    return derive_budget(
+        context_window=ask.context_window,
+        system_prompt_tokens=reserved.system_prompt_tokens,
+        user_message_tokens=reserved.user_message_tokens,
+        output_headroom=reserved.output_headroom,
+        safety_margin=reserved.safety_margin,
+    )
 
 
 # Fewer tokens than any memory line of a style costs: the markup alone with a short id

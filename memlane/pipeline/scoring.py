@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from memlane.pipeline.lexical import normalise_by_max
 from memlane.pipeline.records import MemoryRecord
 
 Strategy = Literal["scored", "recent", "important", "balanced"]
@@ -109,6 +110,27 @@ def hybrid_relevance(cosine: float, lexical: float | None, weight: float) -> flo
         return cosine
     w = unit_interval(weight)
     return (1.0 - w) * cosine + w * unit_interval(lexical)
+
+
+def blend_relevance(
+    memory_ids: Iterable[str],
+    cosine: Mapping[str, float],
+    lexical: Mapping[str, float],
+    weight: float,
+) -> dict[str, float]:
+    """Each memory's relevance to one query: `hybrid_relevance` of its cosine (0 without
+    one) and its raw lexical score (BM25 or ts_rank_cd) over `normalise_by_max` of the
+    set's. When no memory shares a word with the query there is no lexical signal: the
+    cosines as they are, for the memories that have one."""
+    normalised = normalise_by_max(lexical)
+    if not normalised:
+        return dict(cosine)
+    return {
+        memory_id: hybrid_relevance(
+            cosine.get(memory_id, 0.0), normalised.get(memory_id, 0.0), weight
+        )
+        for memory_id in memory_ids
+    }
 
 
 # relevance = (1 − w)·cosine + w·lexical: which signal leads depends on the embedder.

@@ -15,6 +15,7 @@ import tiktoken
 
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly import assemble_context
+from memlane.pipeline.assembly_filters import procedures_for_query
 from memlane.pipeline.assembly_types import PackEvent, pack_json
 from memlane.pipeline.errors import BudgetError
 from tests.unit.assembly_helpers import (
@@ -266,6 +267,16 @@ def test_procedures_that_match_the_query() -> None:
         request(query="deploy", procedure_ids=frozenset({"pr_bill"}), **items)
     )
     assert [i.id for i in chosen.pack.items] == ["pr_bill"]
+
+
+def test_the_store_reads_procedures_match_by_stemmed_keywords() -> None:
+    deploy = procedure("pr_deploy", "Release checklist", {"deploy", "releas"})
+    billing = procedure("pr_bill", "Invoices", {"bill"})
+    mine = [deploy, billing]
+    # "deploying"/"releases" stem to the stored keywords; the name's words do not count
+    assert procedures_for_query(mine, "Deploying the releases?") == {"pr_deploy"}
+    assert procedures_for_query(mine, "Invoices") == frozenset()
+    assert procedures_for_query(mine, None) == frozenset()
 
 
 # --------------------------------------------------------------------------- determinism, pack

@@ -9,6 +9,9 @@ from memlane.pipeline import budget as budget_rules
 from memlane.pipeline.budget import (
     MAX_BUDGET_TOKENS,
     MIN_MEMORY_LINE_TOKENS,
+    BudgetAsk,
+    BudgetDefaults,
+    resolve_budget,
     strategy_top_k,
     validate_budget,
 )
@@ -150,3 +153,44 @@ def test_the_line_floor_is_below_every_real_memory_line(style: Style) -> None:
     line = memory_line(record, style)
     for name in ("o200k_base", "cl100k_base"):
         assert len(get_encoding(name).encode_ordinary(line)) >= MIN_MEMORY_LINE_TOKENS[style]
+
+
+def ask(**given: int | float) -> BudgetAsk:
+    """What a call says of its budget: `given`, the rest left to the settings."""
+    unset = dict.fromkeys(BudgetAsk.__dataclass_fields__)
+    return BudgetAsk(**{**unset, **given})  # type: ignore[arg-type]
+
+
+CONFIGURED = BudgetDefaults(
+    budget_tokens=4_000,
+    system_prompt_tokens=2_000,
+    user_message_tokens=1_000,
+    output_headroom=4_000,
+    safety_margin=SAFETY_MARGIN,
+)
+
+
+def test_a_call_without_a_budget_gets_the_configured_one() -> None:
+    assert resolve_budget(ask(), CONFIGURED) == 4_000
+    # reservations alone, without a window, change nothing
+    assert resolve_budget(ask(output_headroom=0), CONFIGURED) == 4_000
+
+
+def test_a_given_budget_wins_and_is_validated() -> None:
+    assert resolve_budget(ask(budget_tokens=500, context_window=128_000), CONFIGURED) == 500
+    with pytest.raises(ValueError, match="budget_tokens"):
+        resolve_budget(ask(budget_tokens=0), CONFIGURED)
+
+
+def test_a_window_takes_each_reservation_from_the_call_or_the_settings() -> None:
+    # all configured: the article's example
+    assert resolve_budget(ask(context_window=128_000), CONFIGURED) == 108_900
+    # each one the call gives replaces only its own
+    given = ask(context_window=128_000, output_headroom=0, safety_margin=0.0)
+    assert resolve_budget(given, CONFIGURED) == 128_000 - 2_000 - 1_000
+    given = ask(context_window=10_000, system_prompt_tokens=0, user_message_tokens=0)
+    assert resolve_budget(given, CONFIGURED) == derive_budget(
+        context_window=10_000, system_prompt_tokens=0, user_message_tokens=0, output_headroom=4_000
+    )
+    with pytest.raises(BudgetError):
+        resolve_budget(ask(context_window=7_000), CONFIGURED)

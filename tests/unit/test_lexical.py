@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memlane.pipeline.lexical import bm25_scores, normalise_by_max
-from memlane.pipeline.scoring import hybrid_relevance
+from memlane.pipeline.scoring import blend_relevance, hybrid_relevance
 
 DOCS = {"d1": ["a", "b"], "d2": ["b", "c"], "d3": ["c", "d", "e", "f"]}
 
@@ -108,3 +108,16 @@ def test_bm25_scores_only_documents_sharing_a_term_and_never_negative(
     scores = bm25_scores(query, docs)
     assert set(scores) == {d for d, words in docs.items() if query & set(words)}
     assert all(score > 0 for score in scores.values())
+
+
+def test_blend_relevance_normalises_the_lexical_scores_of_the_set() -> None:
+    cosine = {"a": 0.8, "b": 0.2}
+    lexical = {"b": 4.0, "c": 2.0}  # raw BM25: b the best match (1.0), c half of it
+    got = blend_relevance(["a", "b", "c"], cosine, lexical, 0.3)
+    assert got == pytest.approx({"a": 0.7 * 0.8, "b": 0.7 * 0.2 + 0.3, "c": 0.3 * 0.5})
+
+
+def test_without_a_lexical_match_relevance_is_the_cosine() -> None:
+    # no lexical signal is not a signal of 0: the cosine keeps its whole share
+    assert blend_relevance(["a", "b"], {"a": 0.8}, {}, 0.3) == {"a": 0.8}
+    assert blend_relevance(["a"], {"a": 0.8}, {"a": 0.0}, 0.3) == {"a": 0.8}
