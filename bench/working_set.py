@@ -62,7 +62,7 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
     firsts = []
     with Memlane(settings) as lane:
         for _ in range(plan["loads"] + 1):  # the first pays the process's own set-up
-            lane._working = WorkingSet(url, budget_mb=1024, eager_items=0)  # in background
+            lane.contexts._working = WorkingSet(url, budget_mb=1024, eager_items=0)  # in background
             firsts.append(timed(lambda: lane.assemble(user, query, query_embedding=vector)))
             lane.warm(user)  # the background load, done before the next round
     firsts = firsts[1:]

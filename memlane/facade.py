@@ -12,16 +12,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from memlane.background import AccessRecorder, PackWriter
 from memlane.config.settings import Settings, SettingsError, load_settings
+from memlane.context_builder import ContextBuilder
 from memlane.facade_memories import MemoryCuration
 from memlane.facade_transfer import UserTransfer
 from memlane.fleet_status import StatusCache, fleet_status
@@ -40,7 +40,6 @@ from memlane.models.schemas import (
     TranscriptIn,
 )
 from memlane.models.store import (
-    assembly_reads,
     context_items,
     conversation_delete,
     conversations,
@@ -49,25 +48,16 @@ from memlane.models.store import (
     users,
 )
 from memlane.models.store import reembed as reembed_store
-from memlane.models.store.vector_index import wants_hnsw
-from memlane.models.working_set import WorkingSet
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
-from memlane.pipeline.budget import (
-    derive_budget,
-    strategy_top_k,
-    validate_budget,
-)
+from memlane.pipeline.assembly_types import AssembledContext
+from memlane.pipeline.budget import BudgetAsk
 from memlane.pipeline.cadence import due_windows, why_no_window
 from memlane.pipeline.context_format import Style
 from memlane.pipeline.errors import (
-    BrokerUnavailableError,
     ConfigurationError,
     InvalidInputError,
     TranscriptError,
 )
 from memlane.pipeline.keywords import keywords
-from memlane.pipeline.lexical import normalise_by_max
 from memlane.pipeline.records import (
     Category,
     MemoryStatus,
@@ -76,17 +66,10 @@ from memlane.pipeline.records import (
     SoulKind,
     Tier,
 )
-from memlane.pipeline.scoring import (
-    STRATEGIES,
-    Strategy,
-    Weights,
-    default_lexical_weight,
-    hybrid_relevance,
-)
-from memlane.pipeline.tokens import encoding_for_model
+from memlane.pipeline.scoring import STRATEGIES, Strategy, Weights
 from memlane.workers import sweeper
-from memlane.workers.dispatch import Dispatcher, InProcessDispatcher, dispatcher_for
-from memlane.workers.embedders import Embedder, embed_query, embedder_for, get_embedder
+from memlane.workers.dispatch import Dispatcher, dispatcher_for
+from memlane.workers.embedders import Embedder, embedder_for, get_embedder
 from memlane.workers.sweeper import SweepResult
 
 log = logging.getLogger("memlane.facade")
@@ -105,23 +88,6 @@ class ReembedRun:
     user_ids: tuple[str, ...]
 
 
-def blend_relevance(
-    candidates: assembly_reads.AssemblyCandidates, lexical_weight: float
-) -> dict[str, float]:
-    """Each candidate's relevance: `hybrid_relevance` of its cosine (0 without one) and its
-    lexical score normalised by the best of the candidates (no lexical signal at all when
-    none matched the query's words)."""
-    lexical = normalise_by_max(candidates.lexical)
-    if not lexical:
-        return dict(candidates.relevance)
-    return {
-        m.id: hybrid_relevance(
-            candidates.relevance.get(m.id, 0.0), lexical.get(m.id, 0.0), lexical_weight
-        )
-        for m in candidates.memories
-    }
-
-
 def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> TranscriptIn:
     """Validate a transcript; TranscriptError names the message and field at fault."""
     if isinstance(data, TranscriptIn):
@@ -137,11 +103,6 @@ def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> Tr
             problems.append(f"{where}: {str(error['msg']).removeprefix('Value error, ')}")
         more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
         raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
-
-
-def one_line_of(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
@@ -169,15 +130,12 @@ class Memlane(MemoryCuration, UserTransfer):
         self._started = utcnow()
         self._dispatcher = dispatcher
         self._embedder: Embedder | None = None
-        self._stored_embedders: dict[tuple[str, int], Embedder] = {}
-        self._packs: PackWriter | None = None
-        self._accesses: AccessRecorder | None = None
-        self._working: WorkingSet | None = None
-        # Held while a member built on first use (the dispatcher, embedder, working set,
-        # pack writer, access recorder) is built: two threads arriving together would
-        # otherwise each build one, and what went to the one dropped (a pack, an access
-        # record, a loaded view) would be lost. Reentrant: building one may need another.
-        self._building = threading.RLock()
+        # Held while the dispatcher or the embedder is built on first use: two threads
+        # arriving together would otherwise each build one (two in-process workers).
+        self._building = threading.Lock()
+        self.contexts = ContextBuilder(
+            settings, embedder=lambda: self.embedder, dispatcher=lambda: self.dispatcher
+        )
         self._status = StatusCache(lambda: fleet_status(settings))
         self._check_schema()
 
@@ -211,22 +169,13 @@ class Memlane(MemoryCuration, UserTransfer):
             return self._dispatcher
         with self._building:
             if self._dispatcher is None:
-                dispatcher = dispatcher_for(self.settings)
-                if isinstance(dispatcher, InProcessDispatcher):
-                    # No beat runs for an embedded worker: jobs an earlier process left
-                    # queued (or running when it died) would wait forever. Resume them,
-                    # but not those this facade queued itself (they are handed over).
-                    resumed = sweeper.sweep(self.settings, queued_before=self._started)
-                    dispatcher.extract(resumed.extract)
-                    dispatcher.store(resumed.store)
-                self._dispatcher = dispatcher
+                self._dispatcher = dispatcher_for(self.settings, started=self._started)
             return self._dispatcher
 
     @property
     def lexical_weight(self) -> float:
         """The relevance blend's w: the setting, or the embedder's default."""
-        weight = self.settings.hybrid_lexical_weight
-        return default_lexical_weight(self.embedder.lexical) if weight is None else weight
+        return self.contexts.lexical_weight
 
     @property
     def embedder(self) -> Embedder:
@@ -238,10 +187,7 @@ class Memlane(MemoryCuration, UserTransfer):
             return self._embedder
 
     def close(self) -> None:
-        if self._accesses is not None:
-            self._accesses.close()
-        if self._packs is not None:
-            self._packs.close()
+        self.contexts.close()
         if self._dispatcher is not None:
             self._dispatcher.close()
 
@@ -332,10 +278,7 @@ class Memlane(MemoryCuration, UserTransfer):
                 return statuses
             if time.monotonic() >= deadline:
                 return statuses
-            if isinstance(self._dispatcher, InProcessDispatcher):
-                self._dispatcher.drain(timeout=poll_s)
-            else:
-                time.sleep(poll_s)
+            self._let_workers_run(poll_s)
 
     def job_statuses(self, job_ids: Sequence[str]) -> dict[str, str]:
         with unit_of_work(self.url) as session:
@@ -362,8 +305,10 @@ class Memlane(MemoryCuration, UserTransfer):
         weights: Weights | None = None,
         style: Style | None = None,
     ) -> AssembledContext:
-        """Build the context block for the user's next model call. Raises BudgetError when
-        pinned items and soul blocks alone exceed the budget."""
+        """Build the context block for the user's next model call (memlane.context_builder).
+        The budget: `budget_tokens`, else what `context_window` leaves after the
+        reservations (each None: the setting), else MEMLANE_DEFAULT_BUDGET_TOKENS. Raises
+        BudgetError when pinned items and soul blocks alone exceed the budget."""
         if strategy not in STRATEGIES:
             raise ValueError(
                 f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
@@ -371,151 +316,25 @@ class Memlane(MemoryCuration, UserTransfer):
         user_id = check_text(user_id, "user_id")  # by hand: the hot path skips the binding
         if query:
             check_text(query, "query")
-        s = self.settings
-        now = now or utcnow()
-        if budget_tokens is not None:
-            budget = validate_budget(budget_tokens)
-        elif context_window is not None:
-            budget = derive_budget(
-                context_window=context_window,
-                system_prompt_tokens=s.system_prompt_tokens
-                if system_prompt_tokens is None
-                else system_prompt_tokens,
-                user_message_tokens=s.user_message_tokens
-                if user_message_tokens is None
-                else user_message_tokens,
-                output_headroom=s.output_headroom if output_headroom is None else output_headroom,
-                safety_margin=s.safety_margin if safety_margin is None else safety_margin,
-            )
-        else:
-            budget = s.default_budget_tokens
-        if query_embedding is None and query:
-            query_embedding = embed_query(self.embedder, query)
-        style = style or s.context_style
-        # What both reads hand the assembler; each adds the items it found.
-        request = AssemblyInput(
-            retrieval_mode="",
-            user_id=user_id,
-            query=query,
+        budget = BudgetAsk(
+            budget_tokens=budget_tokens,
+            context_window=context_window,
+            system_prompt_tokens=system_prompt_tokens,
+            user_message_tokens=user_message_tokens,
+            output_headroom=output_headroom,
+            safety_margin=safety_margin,
+        )
+        return self.contexts.build(
+            user_id,
+            query,
             strategy=strategy,
-            budget_tokens=budget,
+            budget=budget,
+            model=model,
             now=now,
-            encoding=encoding_for_model(model or s.token_model),
-            style=style,
-            weights=weights or Weights(**s.weights.model_dump()),
-            half_life_hours=s.half_life_hours,
-            memory_share=s.memory_share,
-            relevance_floor=s.relevance_floor,
             include_sensitive=include_sensitive,
-        )
-        result = None
-        if s.working_set_mb > 0 and strategy != "recent":
-            result = self._assemble_from_view(request, query_embedding)
-        if result is None:
-            result = self._assemble_from_store(request, query_embedding)
-        # Off the request path: a background thread serialises, logs and saves the pack,
-        # and another hands the included ids to the dispatcher a few times a second
-        # (accessed_at moves in a worker); neither is waited for.
-        self._pack_writer().submit(result.pack_data)
-        self._access_recorder().add(result.included_memory_ids, now)
-        return result
-
-    def _assemble_from_view(
-        self, request: AssemblyInput, query_embedding: Sequence[float] | None
-    ) -> AssembledContext | None:
-        """Assembly from the user's working set: every item ranked at once, the shortlist
-        through the assembler's rules. None when the store read must serve the user: a
-        user too large for the working set, or one whose vectors belong to two embedders
-        while `memlane reembed` runs. (The `recent` strategy orders by what contexts
-        showed, which the working set does not follow: the caller sends it to the store.)"""
-        s = self.settings
-        embedder = self.embedder
-        view = self._working_set().view(request.user_id, model=embedder.name, dim=embedder.dim)
-        if view is None:
-            return None
-        query = request.query
-        scores = (
-            view.relevance(
-                query_vector=query_embedding,
-                query_model=embedder.name,
-                query_terms=keywords(query),
-                lexical_weight=self.lexical_weight,
-            )
-            if query
-            else None
-        )
-        shortlist = view.shortlist(
-            scores,
-            strategy=request.strategy,
-            now=request.now,
-            weights=request.weights,
-            half_life_hours=s.half_life_hours,
-            relevance_floor=s.relevance_floor,
-            include_sensitive=request.include_sensitive,
-            limit=view.shortlist_size(request.budget_tokens, request.style, s.walk_margin),
-            walk_tokens=s.walk_margin * request.budget_tokens if s.walk_margin > 0 else None,
-            style=request.style,
-        )
-        return assemble_context(
-            replace(
-                request,
-                retrieval_mode="working-set",
-                memories=shortlist.memories,
-                relevance=shortlist.relevance,
-                soul_blocks=view.soul_blocks,
-                episodes=shortlist.episodes,
-                procedures=shortlist.procedures,
-            )
-        )
-
-    def _assemble_from_store(
-        self, request: AssemblyInput, query_embedding: Sequence[float] | None
-    ) -> AssembledContext:
-        """Assembly from a candidate read of the store (the working set's fallback)."""
-        s = self.settings
-        query = request.query
-        query_vector = (
-            assembly_reads.QueryVector(self.embedder.name, query_embedding)
-            if query_embedding
-            else None
-        )
-        wanted = assembly_reads.CandidateQuery(
-            now=request.now,
-            strategy=request.strategy,
-            query_vector=query_vector,
-            # weight 0 turns the lexical half off, reads included
-            query_text=query if self.lexical_weight > 0 else None,
-            # with a query, relevance ranks one pool for the whole budget (assembly rule 4):
-            # as many candidates by relevance as the budget holds lines
-            top_k=strategy_top_k(request.budget_tokens, 1.0, s.vector_top_k, request.style),
-            strategy_top_k=strategy_top_k(
-                request.budget_tokens, s.memory_share, s.strategy_top_k, request.style
-            ),
-            lexical_top_k=strategy_top_k(
-                request.budget_tokens, 1.0, s.lexical_top_k, request.style
-            ),
-            include_sensitive=request.include_sensitive,
-            approximate=wants_hnsw(s.vector_index, self.embedder.capabilities),
-        )
-        candidates, items = assembly_reads.read_for_assembly(
-            self.url,
-            request.user_id,
-            wanted,
-            episode_limit=10,
-            embed_for=self._query_in(query) if query else None,
-        )
-        query_words = keywords(query) if query else frozenset()
-        return assemble_context(
-            replace(
-                request,
-                retrieval_mode=candidates.retrieval_mode,
-                memories=candidates.memories,
-                relevance=blend_relevance(candidates, self.lexical_weight),
-                soul_blocks=items.soul_blocks,
-                episodes=items.episodes,
-                procedures=items.procedures,
-                procedure_ids=frozenset(p.id for p in items.procedures if p.keywords & query_words),
-            )
+            query_embedding=query_embedding,
+            weights=weights,
+            style=style,
         )
 
     @checked("user_id")
@@ -523,62 +342,23 @@ class Memlane(MemoryCuration, UserTransfer):
         """Load the user's working set now. A large user's first assemblies otherwise
         read the store while it loads in the background (memlane.models.working_set).
         False when the working set is off or cannot serve the user."""
-        if self.settings.working_set_mb <= 0:
-            return False
-        embedder = self.embedder
-        return self._working_set().warm(user_id, model=embedder.name, dim=embedder.dim)
-
-    def _working_set(self) -> WorkingSet:
-        if self._working is not None:
-            return self._working
-        with self._building:
-            if self._working is None:
-                self._working = WorkingSet(self.url, budget_mb=self.settings.working_set_mb)
-            return self._working
-
-    def _query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
-        """The query embedded by another embedder, named as its vectors are stored: for
-        memories a `memlane reembed` has not moved yet. None (cosine left out, the
-        lexical signal still counts) when that embedder cannot be built or called."""
-
-        def embed(model: str, dim: int) -> list[float] | None:
-            try:
-                embedder = self._stored_embedders.get((model, dim))
-                if embedder is None:
-                    embedder = embedder_for(model, self.settings, dim=dim)
-                    self._stored_embedders[(model, dim)] = embedder
-                return embed_query(embedder, query)
-            except Exception as exc:  # a migration must not break assembly
-                log.warning("cannot embed the query with %s (%d dims): %s", model, dim, exc)
-                return None
-
-        return embed
-
-    def _pack_writer(self) -> PackWriter:
-        if self._packs is not None:
-            return self._packs
-        with self._building:
-            if self._packs is None:
-                self._packs = PackWriter(self.url)
-            return self._packs
-
-    def _access_recorder(self) -> AccessRecorder:
-        if self._accesses is not None:
-            return self._accesses
-        with self._building:
-            if self._accesses is None:
-                self._accesses = AccessRecorder(self.dispatcher.record_access)
-            return self._accesses
+        return self.contexts.warm(user_id)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait for background writes (packs, access records: published, and run when
         the worker is in-process)."""
-        if self._accesses is not None:
-            self._accesses.flush()
-        if self._packs is not None:
-            self._packs.flush(timeout)
-        if isinstance(self._dispatcher, InProcessDispatcher):
+        self.contexts.flush(timeout)
+        if self._dispatcher is not None and self._dispatcher.pending:
             self._dispatcher.drain(timeout)
+
+    def _let_workers_run(self, seconds: float) -> None:
+        """Up to `seconds` for the workers: less when this process's own worker has
+        nothing left to run; the whole time when none was made here (workers elsewhere
+        run what the broker took, and are not seen)."""
+        if self._dispatcher is None:
+            time.sleep(seconds)
+        else:
+            self._dispatcher.drain(timeout=seconds)
 
     # ------------------------------------------------------------------ memories
 
@@ -651,8 +431,7 @@ class Memlane(MemoryCuration, UserTransfer):
         assembly for them; a task in flight for one of their jobs does nothing."""
         with unit_of_work(self.url) as session:
             counts = users.erase(session, user_id, now=utcnow())
-        if self._working is not None:
-            self._working.forget(user_id)
+        self.contexts.forget(user_id)
         log.info("erased user %s: %s", user_id, counts)
         return counts
 
@@ -737,19 +516,15 @@ class Memlane(MemoryCuration, UserTransfer):
         """The users of `run` whose memories all serve its model now. With the in-process
         worker, first lets it work for up to `wait_s` seconds."""
         if wait_s > 0:
-            if isinstance(self._dispatcher, InProcessDispatcher):
-                self._dispatcher.drain(timeout=wait_s)
-            else:
-                time.sleep(wait_s)
+            self._let_workers_run(wait_s)
         with unit_of_work(self.url) as session:
             return reembed_store.users_done(session, run.user_ids, model=run.model, dim=run.dim)
 
     def background_busy(self) -> bool:
         """False when this process's in-process worker has nothing left to run (so waiting
         longer changes nothing); True with a broker, whose workers cannot be seen here."""
-        if isinstance(self._dispatcher, InProcessDispatcher):
-            return self._dispatcher.pending > 0
-        return True
+        pending = None if self._dispatcher is None else self._dispatcher.pending
+        return pending is None or pending > 0
 
     # ------------------------------------------------------------------ jobs, packs
 
@@ -792,19 +567,8 @@ class Memlane(MemoryCuration, UserTransfer):
     def _publish(self, stage: str, job_ids: Sequence[str]) -> None:
         """Hand job ids to the fleet; a broker that cannot take them is a
         BrokerUnavailableError saying the jobs stay queued for the sweep."""
-        if not job_ids:
-            return
-        try:
+        if job_ids:
             (self.dispatcher.extract if stage == "extract" else self.dispatcher.store)(job_ids)
-        except Exception as exc:
-            if isinstance(self._dispatcher, InProcessDispatcher):
-                raise
-            raise BrokerUnavailableError(
-                f"the broker (MEMLANE_BROKER_URL) did not take {len(job_ids)} job(s) "
-                f"({type(exc).__name__}: {one_line_of(exc)}); they are stored and stay queued: "
-                "beat's sweep publishes them, or run `memlane jobs sweep` once the broker is back",
-                job_ids=list(job_ids),
-            ) from exc
 
     @checked("pack_id")
     def pack(self, pack_id: str, *, with_texts: bool = False) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from memlane.models.schemas import MemoryPublic, SearchHit, SearchRequest
 from memlane.models.store import assembly_reads
 from memlane.models.store.vector_index import wants_hnsw
 from memlane.pipeline.records import MemoryRecord
-from memlane.pipeline.scoring import Weights
+from memlane.pipeline.scoring import Weights, blend_relevance
 from memlane.pipeline.search import SearchFilters, search_memories
 from memlane.workers.embedders import embed_query
 
@@ -31,8 +31,6 @@ def public(memory: MemoryRecord) -> MemoryPublic:
 
 
 def search(lane: Memlane, request: SearchRequest, *, now: datetime) -> list[SearchHit]:
-    from memlane.facade import blend_relevance
-
     s = lane.settings
     query = request.query or None
     embedding = embed_query(lane.embedder, query) if query else None
@@ -57,7 +55,12 @@ def search(lane: Memlane, request: SearchRequest, *, now: datetime) -> list[Sear
         candidates.memories,
         user_id=request.user_id,
         query=query,
-        relevance=blend_relevance(candidates, lane.lexical_weight),
+        relevance=blend_relevance(
+            (m.id for m in candidates.memories),
+            candidates.relevance,
+            candidates.lexical,
+            lane.lexical_weight,
+        ),
         now=now,
         weights=Weights(**s.weights.model_dump()),
         half_life_hours=s.half_life_hours,

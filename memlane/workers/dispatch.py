@@ -1,5 +1,6 @@
 """How the front doors hand work to the fleet: job ids to Celery, or to the in-process
-worker of the embedded default. Either way only ids travel."""
+worker of the embedded default. Either way only ids travel, and callers see one
+protocol: none asks which dispatcher it holds."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, cast
+from functools import partial
+from typing import Any, Protocol
 
 from memlane.config.settings import Settings
 from memlane.pipeline.backoff import compute_backoff
+from memlane.pipeline.errors import BrokerUnavailableError
 from memlane.workers import reembed, runner, sweeper
 from memlane.workers.errors import TransientProviderError
 
@@ -32,7 +35,23 @@ class Dispatcher(Protocol):
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None: ...
 
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until everything handed over has run; False if the timeout came first.
+        Workers elsewhere cannot be seen from here: the whole timeout passes, then False."""
+        ...
+
+    @property
+    def pending(self) -> int | None:
+        """How many handed-over items have not run yet; None when workers elsewhere run
+        them (nothing is held in this process)."""
+        ...
+
     def close(self) -> None: ...
+
+
+def one_line_of(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def access_times(accessed_at: datetime | Sequence[datetime]) -> str | list[str]:
@@ -67,12 +86,21 @@ class CeleryDispatcher:
 
     def _publish(self, task: Any, job_ids: Sequence[str]) -> None:
         """One message per job (so jobs run in parallel and each is acknowledged on its
-        own), through one producer taken from the pool once for them all."""
+        own), through one producer taken from the pool once for them all. A broker that
+        cannot take them is a BrokerUnavailableError saying the jobs stay queued."""
         if not job_ids:
             return
-        with self._app.producer_or_acquire() as producer:
-            for job_id in job_ids:
-                task.apply_async((job_id,), producer=producer)
+        try:
+            with self._app.producer_or_acquire() as producer:
+                for job_id in job_ids:
+                    task.apply_async((job_id,), producer=producer)
+        except Exception as exc:
+            raise BrokerUnavailableError(
+                f"the broker (MEMLANE_BROKER_URL) did not take {len(job_ids)} job(s) "
+                f"({type(exc).__name__}: {one_line_of(exc)}); they are stored and stay queued: "
+                "beat's sweep publishes them, or run `memlane jobs sweep` once the broker is back",
+                job_ids=list(job_ids),
+            ) from exc
 
     def record_access(
         self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
@@ -83,6 +111,14 @@ class CeleryDispatcher:
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
         for user_id in user_ids:
             self._tasks.reembed_user.apply_async((user_id, model, dim))
+
+    def drain(self, timeout: float | None = None) -> bool:
+        time.sleep(timeout or 0.0)
+        return False
+
+    @property
+    def pending(self) -> int | None:
+        return None
 
     def close(self) -> None:
         return None
@@ -96,34 +132,44 @@ class InProcessDispatcher:
     def __init__(self, settings: Settings, *, max_retry_sleep_s: float = 5.0) -> None:
         self._settings = settings
         self._max_retry_sleep_s = max_retry_sleep_s
-        self._queue: queue.Queue[tuple[str, tuple[object, ...]] | None] = queue.Queue()
+        # (what it is, for the log; the call that runs it)
+        self._queue: queue.Queue[tuple[str, Callable[[], object]] | None] = queue.Queue()
         self._pending = 0
         self._idle = threading.Condition()
         self._thread = threading.Thread(target=self._work, name="memlane-inprocess", daemon=True)
         self._thread.start()
 
-    def _put(self, kind: str, *args: object) -> None:
+    def _put(self, what: str, run: Callable[[], object]) -> None:
         with self._idle:
             self._pending += 1
-        self._queue.put((kind, args))
+        self._queue.put((what, run))
 
     def extract(self, job_ids: Sequence[str]) -> None:
         for job_id in job_ids:
-            self._put("extract", job_id)
+            self._put(f"extract {job_id}", partial(self._job, runner.run_extract, job_id))
 
     def store(self, job_ids: Sequence[str]) -> None:
         for job_id in job_ids:
-            self._put("store", job_id)
+            self._put(f"store {job_id}", partial(self._job, runner.run_store, job_id))
 
     def record_access(
         self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
     ) -> None:
-        if memory_ids:
-            self._put("record_access", list(memory_ids), access_times(accessed_at))
+        if not memory_ids:
+            return
+        self._put(
+            f"record_access of {len(memory_ids)} memories",
+            partial(
+                sweeper.move_accessed_at_forward,
+                list(memory_ids),
+                access_times(accessed_at),
+                self._settings,
+            ),
+        )
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
         for user_id in user_ids:
-            self._put("reembed", user_id, model, dim)
+            self._put(f"reembed {user_id}", partial(self._reembed, user_id, model, dim))
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every handed-over item ran; False if the timeout came first."""
@@ -148,28 +194,19 @@ class InProcessDispatcher:
 
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
-            kind, args = item
+            what, run = item
             try:
-                self._run(kind, args)
+                run()
             except Exception:  # the stage recorded it on the job row; keep the worker alive
-                log.exception("in-process %s %s failed", kind, args)
+                log.exception("in-process %s failed", what)
             finally:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
 
-    def _run(self, kind: str, args: tuple[object, ...]) -> None:
-        if kind == "record_access":
-            ids, times = args
-            sweeper.move_accessed_at_forward(
-                cast(list[str], ids), cast(str | list[str], times), self._settings
-            )
-            return
-        if kind == "reembed":
-            self._reembed(str(args[0]), str(args[1]), int(args[2]))  # type: ignore[call-overload]
-            return
-        job_id = str(args[0])
-        stage = runner.run_extract if kind == "extract" else runner.run_store
+    def _job(self, stage: Callable[[str, Settings], runner.StageOutcome], job_id: str) -> None:
+        """One stage of a job, retried here as Celery would; an extraction hands on to
+        its store stage."""
         while True:
             outcome = stage(job_id, self._settings)
             if outcome.next != "retry":
@@ -190,7 +227,15 @@ class InProcessDispatcher:
                 time.sleep(min(delay, self._max_retry_sleep_s))
 
 
-def dispatcher_for(settings: Settings) -> Dispatcher:
-    if settings.embedded_worker:
-        return InProcessDispatcher(settings)
-    return CeleryDispatcher(settings)
+def dispatcher_for(settings: Settings, *, started: datetime) -> Dispatcher:
+    """The dispatcher the settings ask for. An in-process one first resumes the jobs an
+    earlier process left queued (or running when it died) before `started`: no beat runs
+    for an embedded worker, so they would wait forever. Jobs queued since are the
+    caller's own, handed over as it publishes them."""
+    if not settings.embedded_worker:
+        return CeleryDispatcher(settings)
+    dispatcher = InProcessDispatcher(settings)
+    resumed = sweeper.sweep(settings, queued_before=started)
+    dispatcher.extract(resumed.extract)
+    dispatcher.store(resumed.store)
+    return dispatcher

@@ -49,6 +49,6 @@ def test_threads_arriving_together_share_one_member(
 ) -> None:
     for _ in range(20):  # each round a fresh facade: one race per round
         with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
-            got = built_by_threads_at_once(getattr(lane, member))
+            got = built_by_threads_at_once(getattr(lane.contexts, member))
             assert got[0] is not None
             assert all(one is got[0] for one in got)

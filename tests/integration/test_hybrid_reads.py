@@ -8,12 +8,13 @@ from datetime import datetime
 import pytest
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane, blend_relevance
+from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
 from memlane.models.store import assembly_reads, memories
-from memlane.models.store.assembly_reads import AssemblyCandidates, QueryVector, websearch_terms
+from memlane.models.store.assembly_reads import QueryVector, websearch_terms
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.scoring import blend_relevance
 
 
 def add(url: str, now: datetime, content: str, vector: list[float], importance: float) -> str:
@@ -56,7 +57,7 @@ def test_a_rare_word_is_found_outside_the_vector_and_strategy_top_k(
     assert got.retrieval_mode.startswith(
         f"{'pgvector-exact' if backend == 'fts' else 'numpy-cosine'}+{backend}+"
     )
-    relevance = blend_relevance(got, 0.3)
+    relevance = blend_relevance((m.id for m in got.memories), got.relevance, got.lexical, 0.3)
     assert relevance[rare] == pytest.approx(0.3)  # (1 − 0.3) · 0 + 0.3 · 1
 
 
@@ -120,13 +121,6 @@ def test_websearch_terms_keep_only_words() -> None:
     assert websearch_terms("C++ & (tea) or NOT coffee: 東京!") == "c or tea or coffee or 東京"
     assert websearch_terms("?! --") is None
     assert websearch_terms(" ".join(f"w{i}" for i in range(100))).count(" or ") == 31
-
-
-def test_without_a_lexical_match_relevance_is_the_cosine() -> None:
-    candidates = AssemblyCandidates(
-        memories=[], relevance={"a": 0.8}, lexical={}, retrieval_mode="x"
-    )
-    assert blend_relevance(candidates, 0.3) == {"a": 0.8}
 
 
 @pytest.mark.parametrize("weight", [0.3, 0.0])

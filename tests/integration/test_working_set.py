@@ -213,7 +213,7 @@ def test_a_large_user_is_served_by_the_store_while_their_view_loads(
     small = WorkingSet(db_url, budget_mb=64, eager_items=6)  # at the limit: loaded at once
     assert small.view("u1", model=embedder.name, dim=embedder.dim) is not None
     # through the facade: the first assembly reads the store, a warmed one the view
-    reader._working = WorkingSet(db_url, budget_mb=64, eager_items=5)
+    reader.contexts._working = WorkingSet(db_url, budget_mb=64, eager_items=5)
     assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode != "working-set"
     assert reader.warm("u1")
     assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode == "working-set"

@@ -9,7 +9,7 @@ Per user:
    slips in between), one UPDATE moves every waiting vector into `embedding*` and
    clears `embedding_next*`. Until then the user's old vectors serve; from then on the
    new ones do. The assembler embeds the query with the model of the vectors it
-   compares (see memlane/facade.py), so both sides of a swap are served.
+   compares (see memlane/context_builder.py), so both sides of a swap are served.
 
 Deleted memories are left as they are: they never reach a context again, and their text
 must not be sent to an embedding provider. Every step is idempotent, so a task that
