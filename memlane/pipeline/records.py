@@ -101,7 +101,6 @@ class MemoryRecord(Frozen):
     source_job_id: str | None = None
     # Highest message seq (in source_conversation_id) that has evidenced this memory.
     evidence_seq: int | None = None
-    # last: the store's fast record builder (memories.stored_record) appends it
     embedding: tuple[float, ...] | None = None
 
     @model_validator(mode="before")

@@ -1,8 +1,11 @@
-"""The store's candidate rows become MemoryRecords without pydantic's model_construct."""
+"""The store's rows become MemoryRecords through one converter, validated as any record is."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
 
 from memlane.models.store.assembly_reads import _COLUMNS, _record
 from memlane.models.store.memories import stored_record
@@ -39,7 +42,6 @@ def test_a_record_is_what_model_construct_and_validation_give() -> None:
     validated = MemoryRecord.model_validate(values)
     assert record == constructed == validated
     assert record.model_dump() == validated.model_dump()
-    assert record.model_fields_set == set(MemoryRecord.model_fields)
     assert record.model_copy(update={"tier": "pinned"}).tier == "pinned"
     assert repr(record) == repr(constructed)
 
@@ -71,3 +73,19 @@ def test_a_stored_record_is_what_model_construct_gives() -> None:
     assert record == MemoryRecord.model_construct(**values) == MemoryRecord.model_validate(values)
     assert record.model_dump() == MemoryRecord.model_validate(values).model_dump()
     assert record.model_copy(update={"tier": "pinned"}).tier == "pinned"
+
+
+def test_a_row_no_record_could_hold_fails_loudly() -> None:
+    values = dict(
+        id="mem_1",
+        user_id="u1",
+        content="Prefers TypeScript.",
+        category="preference",
+        importance=1.5,  # outside [0, 1]: a bad write or a bad migration
+        confidence=0.7,
+        created_at=NOW,
+        confirmed_at=NOW,
+        accessed_at=NOW,
+    )
+    with pytest.raises(ValidationError, match="importance"):
+        stored_record(values)

@@ -147,8 +147,8 @@ def _strategy_orders(strategy: str) -> list[Any]:
 
 def _record(row: Any, at: dict[str, int]) -> MemoryRecord:
     """The MemoryRecord of one row; `at` maps a column name to its position in the row.
-    Read by position: a Row's attribute access costs more than the whole record (11 µs
-    for a candidate's 17 columns on the bench machine). Built by `memories.stored_record`."""
+    Read by position: a Row's attribute access costs more than the whole record (figures
+    in bench/README.md). Built by `memories.stored_record`."""
     return stored_record(
         {
             "id": row[at["id"]],
