@@ -2,14 +2,14 @@
 network round trip on a pooled psycopg connection.
 
 A Session costs the hot path more than its reads do: BEGIN and COMMIT are two round
-trips of their own, and executing through the ORM and its result rows adds more (a
-trivial indexed read took 1.5 ms through `unit_of_work` and 0.14 ms this way on the
-bench machine). Here the connection is in autocommit and the statements are sent in
-one pipeline with one Sync, which PostgreSQL runs as one implicit transaction: one
-snapshot, no BEGIN or COMMIT, one round trip. psycopg prepares a statement it has run
-five times on a connection and keeps the 100 most recent, so planning is paid once per
-connection and SQL text while that text stays among them (the assembler's candidates
-statement has the user in its text: see models/store/assembly_reads.py).
+trips of their own, and executing through the ORM and its result rows adds more (ten
+times the trivial read itself: bench/README.md). Here the connection is in autocommit
+and the statements are sent in one pipeline with one Sync, which PostgreSQL runs as one
+implicit transaction: one snapshot, no BEGIN or COMMIT, one round trip. psycopg prepares
+a statement it has run five times on a connection and keeps the 100 most recent, so
+planning is paid once per connection and SQL text while that text stays among them (the
+assembler's candidates statement has the user in its text: see
+models/store/assembly_reads.py).
 
 Statements are SQLAlchemy's own, compiled for psycopg; parameters marked
 `literal_execute` (which the planner must see as constants, e.g. to use a partial

@@ -1,8 +1,9 @@
 """The LLM adapter: one extraction call through litellm, its errors sorted by what to do next.
 
-litellm costs ~4 s and ~170 MB to import, so it is imported lazily, on the first call, never
-by the assembly path or the CLI. Retries are the task's job (with `compute_backoff`), so
-litellm and the OpenAI SDK under it are told not to retry on their own.
+litellm costs seconds and a large share of memory to import (bench/README.md), so it is
+imported lazily, on the first call, never by the assembly path or the CLI. Retries are the
+task's job (with `compute_backoff`), so litellm and the OpenAI SDK under it are told not
+to retry on their own.
 """
 
 from __future__ import annotations

@@ -286,9 +286,9 @@ def _pg_sql(shape: _Shape, user_id: str | None, model: str | None) -> CompiledRe
 
     Its text is the user's own, so a pooled connection keeps the prepared statements of
     the last 100 users it read for (psycopg's `prepared_max`); any other user's read is
-    planned again (1.7 ms for a 10k-memory user on the bench machine). A text shared by
-    all users would be prepared once, but PostgreSQL's generic plan for it cannot use a
-    user's HNSW index (50 ms against 14 ms at 10k)."""
+    planned again. A text shared by all users would be prepared once, but PostgreSQL's
+    generic plan for it cannot use a user's HNSW index, which costs more than the
+    planning (figures in bench/README.md)."""
     literals = {"user_literal": user_id, "vmodel": model} if model is not None else {}
     return compile_read(_statement(shape), literals)
 
@@ -435,14 +435,13 @@ def _lexical_column() -> Any:
 @lru_cache(maxsize=256)
 def _statement(shape: _Shape) -> Any:
     """The one statement of a read (module docstring), built once per shape: building
-    it took longer than running it (about 10 ms a call on a 2-core VM)."""
+    it took longer than running it (bench/README.md)."""
     conditions = _visible(shape.include_sensitive)
     names = count()
 
     def part(*more: Any) -> Any:
         # Parts select ids only: the cosine and the text rank are computed once per
-        # candidate by the outer select below, not for every row a part scans (the read
-        # of a 10k-memory user went from 186 to 115 ms on a 2-core machine).
+        # candidate by the outer select below, not for every row a part scans.
         return select(MemoryRow.id).where(*conditions, *more)
 
     def top(select_: Any, order: Any, k: str, *, by_id: bool = True) -> Any:
@@ -512,7 +511,7 @@ def _selective(words: list[Any]) -> Any:
 
     A word in more of them cannot single out the few that matter (among 9,000 memories
     sharing "project", the top 50 by shared words are chosen by id), and reading its
-    postings is what made this read grow with the store (21 ms for 100k memories). So
+    postings is what made this read grow with the store (bench/README.md). So
     each word's postings are counted only up to the cap, and the read stays bounded by
     words × cap whatever the user's size; a query of common words alone gets its
     lexical candidates from none of them, its relevance from the vector top-k."""

@@ -2,9 +2,9 @@
 (PostgreSQL only).
 
 Why per user: every vector read is filtered to one user. An index over everyone's
-vectors walks a graph where that user's are a small share; with 10k of 111k rows it took
-11.7 ms to find 50 of them (iterative scan), and a user with 0.1% of a big table would
-hardly be served at all. pgvector's advice for a filter with few values is a partial
+vectors walks a graph where that user's are a small share (slow even at 10k of 111k
+rows: bench/README.md), and a user with 0.1% of a big table would hardly be served at
+all. pgvector's advice for a filter with few values is a partial
 index per value; memlane gives one to each user with at least
 `MEMLANE_HNSW_MIN_MEMORIES` memories (2,000 by default), and reads the vectors of the
 others exactly, which at that size costs about as much as an index search.
