@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,6 +20,8 @@ from sqlalchemy.orm import Session
 
 from memlane.config.settings import Settings, SettingsError, load_settings
 from memlane.context_builder import ContextBuilder
+from memlane.facade_items import ContextItemControl
+from memlane.facade_jobs import JobControl, ReembedRun
 from memlane.facade_memories import MemoryCuration
 from memlane.facade_transfer import UserTransfer
 from memlane.fleet_status import StatusCache, fleet_status
@@ -30,8 +30,6 @@ from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import (
     EnqueueResult,
-    FleetStatus,
-    JobPublic,
     MemoryCreate,
     MemoryPage,
     Remembered,
@@ -47,7 +45,6 @@ from memlane.models.store import (
     pack_texts,
     users,
 )
-from memlane.models.store import reembed as reembed_store
 from memlane.pipeline.assembly_types import AssembledContext
 from memlane.pipeline.budget import BudgetAsk
 from memlane.pipeline.cadence import due_windows, why_no_window
@@ -57,35 +54,22 @@ from memlane.pipeline.errors import (
     InvalidInputError,
     TranscriptError,
 )
-from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import (
     Category,
     MemoryStatus,
-    Procedure,
-    SoulBlock,
-    SoulKind,
     Tier,
 )
 from memlane.pipeline.scoring import STRATEGIES, Strategy, Weights
-from memlane.workers import sweeper
 from memlane.workers.dispatch import Dispatcher, dispatcher_for
-from memlane.workers.embedders import Embedder, embedder_for, get_embedder
-from memlane.workers.sweeper import SweepResult
+from memlane.workers.embedders import Embedder, get_embedder
+
+__all__ = ["Memlane", "ReembedRun", "parse_transcript", "utcnow"]
 
 log = logging.getLogger("memlane.facade")
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class ReembedRun:
-    """What `Memlane.reembed` started: the target (stored name and dimension) and its users."""
-
-    model: str
-    dim: int
-    user_ids: tuple[str, ...]
 
 
 def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> TranscriptIn:
@@ -112,10 +96,12 @@ def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
     return f"transcript {index} of the batch: {exc}; nothing of the batch was written"
 
 
-class Memlane(MemoryCuration, UserTransfer):
-    """memlane for one process: enqueue transcripts, assemble contexts, manage memories
-    (memlane/facade_memories.py). `actor` names who makes the changes it records in
-    memories' histories (`python` unless told; the CLI's lane is `cli`)."""
+class Memlane(MemoryCuration, ContextItemControl, UserTransfer, JobControl):
+    """memlane for one process: enqueue transcripts, assemble contexts
+    (memlane/context_builder.py), manage memories (facade_memories.py), soul blocks and
+    procedures (facade_items.py), move users (facade_transfer.py) and watch background
+    work (facade_jobs.py). `actor` names who makes the changes it records in memories'
+    histories (`python` unless told; the CLI's lane is `cli`)."""
 
     def __init__(
         self,
@@ -267,23 +253,6 @@ class Memlane(MemoryCuration, UserTransfer):
             else "its extractions were queued already",
         )
 
-    def wait(
-        self, job_ids: Sequence[str], *, timeout: float = 300.0, poll_s: float = 0.2
-    ) -> dict[str, str]:
-        """Block until the jobs are done or failed (or the timeout); returns their status."""
-        deadline = time.monotonic() + timeout
-        while True:
-            statuses = self.job_statuses(job_ids)
-            if all(v in ("done", "failed") for v in statuses.values()):
-                return statuses
-            if time.monotonic() >= deadline:
-                return statuses
-            self._let_workers_run(poll_s)
-
-    def job_statuses(self, job_ids: Sequence[str]) -> dict[str, str]:
-        with unit_of_work(self.url) as session:
-            return jobs.status_counts(session, job_ids)
-
     # ------------------------------------------------------------------ assemble
 
     def assemble(
@@ -350,15 +319,6 @@ class Memlane(MemoryCuration, UserTransfer):
         self.contexts.flush(timeout)
         if self._dispatcher is not None and self._dispatcher.pending:
             self._dispatcher.drain(timeout)
-
-    def _let_workers_run(self, seconds: float) -> None:
-        """Up to `seconds` for the workers: less when this process's own worker has
-        nothing left to run; the whole time when none was made here (workers elsewhere
-        run what the broker took, and are not seen)."""
-        if self._dispatcher is None:
-            time.sleep(seconds)
-        else:
-            self._dispatcher.drain(timeout=seconds)
 
     # ------------------------------------------------------------------ memories
 
@@ -451,124 +411,6 @@ class Memlane(MemoryCuration, UserTransfer):
             )
         log.info("deleted conversation %s of user %s: %s", conversation_id, user_id, counts)
         return counts
-
-    # ------------------------------------------------------------------ soul, procedures
-
-    @checked("user_id", "content")
-    def set_soul_block(self, user_id: str, kind: SoulKind, content: str) -> SoulBlock:
-        with unit_of_work(self.url) as session:
-            return context_items.set_soul_block(
-                session, user_id=user_id, kind=kind, content=content, now=utcnow()
-            )
-
-    @checked("user_id")
-    def soul_blocks(self, user_id: str) -> list[SoulBlock]:
-        with unit_of_work(self.url) as session:
-            return context_items.soul_blocks(session, user_id)
-
-    @checked("user_id", "name", "content")
-    def add_procedure(
-        self, user_id: str, name: str, content: str, *, extra_keywords: Iterable[str] = ()
-    ) -> Procedure:
-        words = keywords(f"{name} {content}") | {w.lower() for w in extra_keywords}
-        with unit_of_work(self.url) as session:
-            return context_items.add_procedure(
-                session,
-                user_id=user_id,
-                name=name,
-                content=content,
-                keywords=words,
-                now=utcnow(),
-            )
-
-    @checked("user_id")
-    def procedures(self, user_id: str) -> list[Procedure]:
-        with unit_of_work(self.url) as session:
-            return context_items.procedures(session, user_id)
-
-    @checked("user_id")
-    def delete_soul_block(self, user_id: str, kind: SoulKind) -> None:
-        """Delete the user's soul block of that kind (NotFoundError if none); every
-        working set drops it at its next assembly for the user."""
-        with unit_of_work(self.url) as session:
-            context_items.delete_soul_block(session, user_id=user_id, kind=kind)
-
-    @checked("user_id", "procedure")
-    def delete_procedure(self, user_id: str, procedure: str) -> str:
-        """Delete the user's procedure named by its id or its name; its id."""
-        with unit_of_work(self.url) as session:
-            return context_items.delete_procedure(session, user_id=user_id, procedure_id=procedure)
-
-    # ------------------------------------------------------------------ re-embedding
-
-    def reembed(self, to: str | None = None, *, dim: int | None = None) -> ReembedRun:
-        """Start moving every user whose memories serve vectors of another embedder to
-        `to` (a MEMLANE_EMBEDDING_MODEL value; default: the configured one): one task per
-        user, on the store queue or the in-process worker. Old vectors keep serving until
-        the user's new ones are all there (models/store/reembed.py)."""
-        target = self.embedder if to is None else embedder_for(to, self.settings, dim=dim)
-        with unit_of_work(self.url) as session:
-            users = reembed_store.users_to_reembed(session, model=target.name, dim=target.dim)
-        self.dispatcher.reembed(users, target.name, target.dim)
-        return ReembedRun(model=target.name, dim=target.dim, user_ids=tuple(users))
-
-    def reembed_done(self, run: ReembedRun, *, wait_s: float = 0.0) -> set[str]:
-        """The users of `run` whose memories all serve its model now. With the in-process
-        worker, first lets it work for up to `wait_s` seconds."""
-        if wait_s > 0:
-            self._let_workers_run(wait_s)
-        with unit_of_work(self.url) as session:
-            return reembed_store.users_done(session, run.user_ids, model=run.model, dim=run.dim)
-
-    def background_busy(self) -> bool:
-        """False when this process's in-process worker has nothing left to run (so waiting
-        longer changes nothing); True with a broker, whose workers cannot be seen here."""
-        pending = None if self._dispatcher is None else self._dispatcher.pending
-        return pending is None or pending > 0
-
-    # ------------------------------------------------------------------ jobs, packs
-
-    @checked("job_id")
-    def job(self, job_id: str) -> JobPublic:
-        with unit_of_work(self.url) as session:
-            return jobs.to_public(jobs.load(session, job_id))
-
-    @checked("user_id")
-    def jobs(
-        self, *, status: str | None = None, user_id: str | None = None, limit: int = 100
-    ) -> list[JobPublic]:
-        with unit_of_work(self.url) as session:
-            return jobs.list_jobs(session, status=status, user_id=user_id, limit=limit)  # type: ignore[arg-type]
-
-    @checked("job_id")
-    def retry_job(self, job_id: str) -> JobPublic:
-        with unit_of_work(self.url) as session:
-            stuck_after = timedelta(seconds=self.settings.stuck_after_s)
-            job = jobs.retry(session, job_id, now=utcnow(), stuck_after=stuck_after)
-            public = jobs.to_public(job)
-        self._publish(public.stage, [job_id])
-        return public
-
-    def sweep(self) -> SweepResult:
-        """Publish every queued job again (one whose message never reached the broker,
-        or was lost), release jobs stuck past MEMLANE_STUCK_AFTER_S and start the tails of
-        idle conversations: what beat's periodic sweep does, at once, for queued jobs of
-        any age. Publishing a job twice is harmless: the tasks claim it once."""
-        result = sweeper.sweep(self.settings, queued_before=utcnow())
-        self._publish("extract", result.extract)
-        self._publish("store", result.store)
-        return result
-
-    def status(self) -> FleetStatus:
-        """Whether workers answer for each queue, and the queues' depths: `ok` or
-        `degraded` (memlane.fleet_status); checked at most every few seconds."""
-        return self._status.get()
-
-    def _publish(self, stage: str, job_ids: Sequence[str]) -> None:
-        """Hand job ids to the fleet; a broker that cannot take them is a
-        BrokerUnavailableError saying the jobs stay queued for the sweep."""
-        if job_ids:
-            (self.dispatcher.extract if stage == "extract" else self.dispatcher.store)(job_ids)
 
     @checked("pack_id")
     def pack(self, pack_id: str, *, with_texts: bool = False) -> dict[str, Any]:
