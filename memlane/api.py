@@ -10,12 +10,10 @@ Regenerate the checked-in OpenAPI document with
 from __future__ import annotations
 
 import argparse
-import hmac
 import json
 import logging
-import re
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from pathlib import Path
@@ -26,20 +24,29 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import api_errors
 from memlane.api_errors import ApiError, ErrorOut, error_response
+from memlane.api_keys import key_actor
 from memlane.api_metrics import ApiMetrics
+from memlane.api_models import (
+    ContextOut,
+    ContextRequest,
+    ConversationDeletedOut,
+    ErasedOut,
+    ImportedOut,
+    LiftedOut,
+    ProcedureIn,
+    SoulIn,
+    SweepOut,
+)
 from memlane.config.settings import Settings, get_settings
 from memlane.facade import Memlane
 from memlane.models.schemas import (
-    MAX_MESSAGE_CHARS,
     EnqueueResult,
     FleetStatus,
-    Identifier,
     JobPublic,
     MemoryCreate,
     MemoryEvent,
@@ -48,63 +55,13 @@ from memlane.models.schemas import (
     MemoryPublic,
     SearchHit,
     SearchRequest,
-    StoredText,
     TranscriptIn,
-    UserIdIn,
 )
-from memlane.pipeline.assembly_types import ContextPack
-from memlane.pipeline.budget import MAX_BUDGET_TOKENS
-from memlane.pipeline.context_format import Style
 from memlane.pipeline.records import MemoryStatus, Procedure, SoulBlock, SoulKind
-from memlane.pipeline.scoring import Strategy
 from memlane.readiness import check_database
 
 log = logging.getLogger("memlane.api")
 TRANSCRIPTS_PATH = "/v1/transcripts"
-
-
-class ContextRequest(BaseModel):
-    """Budget: `budget_tokens` when given, else derived from `context_window` and the
-    reservations (unset ones come from settings), else the default budget."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    user_id: UserIdIn
-    query: StoredText | None = Field(None, max_length=MAX_MESSAGE_CHARS)
-    strategy: Strategy = "scored"
-    budget_tokens: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS)
-    context_window: int | None = Field(None, ge=1, le=MAX_BUDGET_TOKENS)
-    system_prompt_tokens: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
-    user_message_tokens: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
-    output_headroom: int | None = Field(None, ge=0, le=MAX_BUDGET_TOKENS)
-    safety_margin: float | None = Field(None, ge=0.0, lt=1.0)
-    model: str | None = Field(None, max_length=200, description="tokenizer of this model")
-    include_sensitive: bool = False
-    style: Style | None = Field(
-        None, description="default, or compact (ids and content only) for tight budgets"
-    )
-    format: Literal["xml", "json"] = Field(
-        "xml", description="`context` as the XML block (counted against the budget) or as JSON"
-    )
-
-
-class ContextOut(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    context: str
-    selection: dict[str, Any] = Field(alias="json")
-    pack: ContextPack
-
-
-class SoulIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    content: StoredText = Field(min_length=1, max_length=20_000)
-
-
-class ProcedureIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: Identifier
-    content: StoredText = Field(min_length=1, max_length=20_000)
 
 
 class Runtime:
@@ -151,22 +108,6 @@ def get_lane(request: Request) -> Memlane:
 bearer = HTTPBearer(auto_error=False, description="an API key from MEMLANE_API_KEYS")
 
 
-_KEY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
-
-
-def key_names(keys: list[str]) -> list[tuple[str, str]]:
-    """(secret, actor) pairs of MEMLANE_API_KEYS entries: `name:secret` is the key
-    `secret` acting as `api:name`; any entry as a whole is also a key acting as `api`
-    (keys set before names existed may hold a colon)."""
-    pairs: list[tuple[str, str]] = []
-    for entry in keys:
-        name, colon, secret = entry.partition(":")
-        if colon and secret and _KEY_NAME.fullmatch(name):
-            pairs.append((secret, f"api:{name}"))
-        pairs.append((entry, "api"))
-    return pairs
-
-
 async def require_key(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
@@ -183,25 +124,6 @@ async def require_key(
 
 def actor_of(request: Request) -> str:
     return str(getattr(request.state, "actor", "api"))
-
-
-def key_actor(given: str, keys: Sequence[SecretStr]) -> str | None:
-    """Who `given` is (`api`, or `api:<name>` for a named key: `key_names`), or None
-    when keys are configured and it is none of them. Every key is compared, in constant
-    time, so the answer's timing tells nothing of which is near."""
-    if not keys:
-        return "api"
-    raw = given.encode()
-    pairs = key_names([key.get_secret_value() for key in keys])
-    matches = [(hmac.compare_digest(raw, secret.encode()), actor) for secret, actor in pairs]
-    found = [actor for matched, actor in matches if matched]
-    return found[0] if raw and found else None
-
-
-def key_accepted(given: str, keys: Sequence[SecretStr]) -> bool:
-    """True with no keys configured, else when `given` is one of them (`key_actor`).
-    The MCP server's HTTP transport takes the same keys (memlane.mcp_server)."""
-    return key_actor(given, keys) is not None
 
 
 Lane = Annotated[Memlane, Depends(get_lane)]
@@ -241,14 +163,6 @@ def retry_job(job_id: str, lane: Lane) -> JobPublic:
     return lane.retry_job(job_id)
 
 
-class SweepOut(BaseModel):
-    extract: list[str] = Field(description="jobs published to the extract queue")
-    store: list[str] = Field(description="jobs published to the store queue")
-    tails: int = Field(description="tail jobs started for idle conversations")
-    messages_purged: int = Field(0, description="message texts purged by retention")
-    packs_deleted: int = Field(0, description="context packs deleted by retention")
-
-
 @v1.post("/jobs/sweep", status_code=202, tags=["jobs"])
 def sweep_jobs(lane: Lane) -> SweepOut:
     """Publish every queued job again (after the broker was down, say), release stuck
@@ -271,20 +185,10 @@ def fleet_status(lane: Lane) -> FleetStatus:
     return lane.status()
 
 
-class ErasedOut(BaseModel):
-    user_id: str
-    deleted: dict[str, int] = Field(description="rows deleted per table")
-
-
 @v1.delete("/users/{user_id}", tags=["users"])
 def erase_user(user_id: UserId, lane: Lane) -> ErasedOut:
     """Delete every row of the user, in one transaction ("delete my data"); for good."""
     return ErasedOut(user_id=user_id, deleted=lane.erase_user(user_id))
-
-
-class LiftedOut(BaseModel):
-    user_id: str
-    lifted: int = Field(description="fingerprints deleted")
 
 
 @v1.delete("/users/{user_id}/fingerprints", tags=["users"])
@@ -292,15 +196,6 @@ def lift_fingerprints(user_id: UserId, lane: Lane) -> LiftedOut:
     """Delete the fingerprints the user's purges left: purged facts may be learned again
     from later conversations."""
     return LiftedOut(user_id=user_id, lifted=lane.lift_fingerprints(user_id))
-
-
-class ConversationDeletedOut(BaseModel):
-    user_id: str
-    conversation_id: str
-    deleted: dict[str, int] = Field(
-        description="messages, jobs, episodes and memories deleted; memories kept without "
-        "its evidence; memories restored (superseded by a deleted one)"
-    )
 
 
 @v1.delete("/users/{user_id}/conversations/{conversation_id}", tags=["users"])
@@ -332,11 +227,6 @@ def export_user(
     the messages; for `POST …/import` of another deployment."""
     lines = lane.export_user(user_id, messages=messages)
     return StreamingResponse((line + "\n" for line in lines), media_type=NDJSON)
-
-
-class ImportedOut(BaseModel):
-    user_id: str
-    imported: dict[str, int] = Field(description="rows added per table")
 
 
 @v1.post(

@@ -30,7 +30,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import TypeAdapter
 
-from memlane.api import (
+from memlane.api_models import (
     ContextOut,
     ContextRequest,
     ConversationDeletedOut,

@@ -206,7 +206,7 @@ class RequireKey:
         self.app, self.keys = app, list(keys)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from memlane.api import key_accepted
+        from memlane.api_keys import key_accepted
 
         if scope["type"] == "http" and self.keys:
             header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
