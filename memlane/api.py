@@ -5,6 +5,10 @@ Serve it with `uvicorn --factory memlane.api:create_app`. Routes that call the f
 plain `def`: the facade is synchronous, so FastAPI runs each call in its thread pool.
 Regenerate the checked-in OpenAPI document with
 `python -m memlane.api --write-openapi docs/openapi.json`.
+
+Over 400 lines: one short function per route, in the order of the OpenAPI document, with
+the app factory and its dependencies; the bodies are in memlane.api_models, the keys in
+memlane.api_keys, the error shape in memlane.api_errors.
 """
 
 from __future__ import annotations

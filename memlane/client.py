@@ -14,6 +14,12 @@ errors are the typed errors of `memlane.client_errors`. A 503 is retried with ex
 backoff, and nothing else: a 503 means the server did nothing (not ready, database down)
 or, for a transcript whose broker was down, stored it and queued its jobs, which a
 re-sent transcript does not store twice.
+
+Over 400 lines: `Client` and `AsyncClient` are one method per route each, kept side by
+side so a route added to one is seen missing from the other (test_client also checks
+every route has both). What they share, each route's request and answer (`_Calls`), the
+settings and the retry rule, is written once; only the send (httpx sync or async)
+differs.
 """
 
 from __future__ import annotations

@@ -41,8 +41,14 @@ Rules, in the order they are applied:
    with events) are removed until it fits (drop reason "recount"). So
    used_tokens == count(text) <= budget, always.
 
-The pack comes back as plain data (`AssembledContext.pack_data`); the ContextPack model
-is built from it only when asked for.
+The pack comes back as plain data (`AssembledContext.pack_data`, every field of
+ContextPack and its items; test_assembly checks it equals the model's dump): building
+the ContextPack model for each call would cost more than choosing its items
+(bench/README.md), so it is built only when asked for.
+
+Over 400 lines: the rules above are applied here in their order, one function each, so
+the whole walk reads top to bottom; the filters, the format and the pack's types are in
+assembly_filters, context_format and assembly_types.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ Cosines are only computed between vectors of one embedder: a vector is compared 
 query vector of its own (model, dim). When candidates carry vectors of a model no query
 vector was given for (a `memlane reembed` in progress), `embed_for` is asked for the
 query's vector in that model and a second vector top-k is read for it.
+
+One module of ~640 lines: the PostgreSQL statement and the SQLite read are two forms of
+one read whose parts, limits and safety filter must stay the same (tests compare them),
+so they are kept side by side.
 """
 
 from __future__ import annotations
