@@ -3,7 +3,7 @@ and `embed`. The embedders themselves are plug-ins in memlane.workers.embedders.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -38,3 +38,27 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector of length `dim` per text, in order."""
         ...
+
+
+def embed_in_batches(
+    texts: Sequence[str],
+    *,
+    dim: int,
+    batch_size: int,
+    embed_batch: Callable[[list[str]], Iterable[Sequence[float]]],
+    by_length: bool = False,
+) -> list[list[float]]:
+    """One vector per text, in order: a blank text gets the zero vector (nothing to embed,
+    and no call made for it), the others are handed to `embed_batch` `batch_size` at a
+    time. `by_length`: texts of similar length share a batch (for a model that pads each
+    batch to its longest text)."""
+    vectors: list[list[float]] = [[0.0] * dim for _ in texts]
+    todo = [i for i, text in enumerate(texts) if text.strip()]
+    if by_length:
+        todo.sort(key=lambda i: (len(texts[i]), i))
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
+        embedded = embed_batch([texts[i] for i in batch])
+        for index, vector in zip(batch, embedded, strict=True):
+            vectors[index] = [float(v) for v in vector]
+    return vectors

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from memlane.pipeline.embedding import EmbedderCapabilities
+from memlane.pipeline.embedding import EmbedderCapabilities, embed_in_batches
 from memlane.pipeline.errors import ConfigurationError
 
 MINILM_NAME = "minilm-l6-v2-int8"
@@ -103,22 +103,22 @@ class MiniLMEmbedder:
         return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = [[0.0] * self.dim for _ in texts]
-        todo = [i for i, text in enumerate(texts) if text.strip()]
-        if not todo:
-            return vectors
-        session, tokenizer = _load()
-        # Texts of similar length share a batch, so little of each batch is padding.
-        todo.sort(key=lambda i: (len(texts[i]), i))
-        for start in range(0, len(todo), self._batch_size):
-            batch = todo[start : start + self._batch_size]
-            encodings = tokenizer.encode_batch([texts[i] for i in batch])
-            ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-            mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
-            (hidden,) = session.run(
-                ["last_hidden_state"],
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-            )
-            for index, vector in zip(batch, mean_pool(hidden, mask), strict=True):
-                vectors[index] = [float(v) for v in vector]
-        return vectors
+        # by length: each batch is padded to its longest text
+        return embed_in_batches(
+            texts,
+            dim=self.dim,
+            batch_size=self._batch_size,
+            embed_batch=self._embed_batch,
+            by_length=True,
+        )
+
+    def _embed_batch(self, texts: list[str]) -> Any:
+        session, tokenizer = _load()  # the model is loaded on the first text to embed
+        encodings = tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        (hidden,) = session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+        )
+        return mean_pool(hidden, mask)

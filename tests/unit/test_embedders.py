@@ -7,6 +7,7 @@ from functools import partial
 
 from memlane.config.settings import load_settings
 from memlane.pipeline import hashing_embedder as hashing_rules
+from memlane.pipeline.embedding import embed_in_batches
 from memlane.workers.embedders import (
     HashingEmbedder,
     LiteLLMEmbedder,
@@ -143,3 +144,27 @@ def test_a_name_no_built_in_claims_goes_to_litellm() -> None:
     # "hashing-" without digits is no stored hashing name
     assert plugin_for("hashing-x") is ANY_OTHER
     assert plugin_for("hashing-32") is not ANY_OTHER
+
+
+def test_embed_in_batches_keeps_order_and_makes_no_call_for_blank_texts() -> None:
+    calls: list[list[str]] = []
+
+    def embed_batch(batch: list[str]) -> list[list[float]]:
+        calls.append(batch)
+        return [[float(len(text)), 1.0] for text in batch]
+
+    texts = ["ccc", " ", "a", "bb", ""]
+    got = embed_in_batches(texts, dim=2, batch_size=2, embed_batch=embed_batch)
+    assert got == [[3.0, 1.0], [0.0, 0.0], [1.0, 1.0], [2.0, 1.0], [0.0, 0.0]]
+    assert calls == [["ccc", "a"], ["bb"]]
+    calls.clear()
+    by_length = embed_in_batches(
+        texts, dim=2, batch_size=2, embed_batch=embed_batch, by_length=True
+    )
+    assert by_length == got  # the same vectors, each in its text's place
+    assert calls == [["a", "bb"], ["ccc"]]
+    assert embed_in_batches(["", "  "], dim=2, batch_size=2, embed_batch=embed_batch) == [
+        [0.0, 0.0],
+        [0.0, 0.0],
+    ]
+    assert calls == [["a", "bb"], ["ccc"]]  # no call for blank texts alone

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane.config.settings import Settings
-from memlane.pipeline.embedding import EmbedderCapabilities
+from memlane.pipeline.embedding import EmbedderCapabilities, embed_in_batches
 from memlane.pipeline.errors import ConfigurationError
 from memlane.workers.embedders.plugin import EmbedderPlugin
 from memlane.workers.llm import load_litellm, translate_litellm_error
@@ -47,14 +47,9 @@ class LiteLLMEmbedder:
         return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        vectors: list[list[float]] = [[0.0] * self.dim for _ in texts]
-        todo = [i for i, text in enumerate(texts) if text.strip()]
-        for start in range(0, len(todo), self._batch_size):
-            batch = todo[start : start + self._batch_size]
-            embedded = self._embed_batch([texts[i] for i in batch])
-            for index, vector in zip(batch, embedded, strict=True):
-                vectors[index] = vector
-        return vectors
+        return embed_in_batches(
+            texts, dim=self.dim, batch_size=self._batch_size, embed_batch=self._embed_batch
+        )
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         litellm = load_litellm()
