@@ -35,8 +35,9 @@ class PackWriter:
         self._url = url
         self._batch = batch
         # After a pack arrives, others are awaited this long to share its transaction:
-        # saving one pack alone costs ~0.7 ms of CPU, ten in one statement ~1.3 ms, and
-        # that CPU is taken from the assemblies (the interpreter is shared).
+        # packs saved together cost far less CPU each than packs saved alone
+        # (bench/README.md), and that CPU is taken from the assemblies (the interpreter
+        # is shared).
         self._linger_s = linger_s
         self._queue: queue.Queue[PackData | _Flush | None] = queue.Queue(maxsize=10_000)
         self._thread = threading.Thread(target=self._run, name="memlane-packs", daemon=True)
@@ -92,7 +93,7 @@ class PackWriter:
             elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
                 for body in bodies:
                     assembly_log.info(json.dumps(pack_summary(body), separators=(",", ":")))
-            # orjson: a pack's ~200 items took 0.9 ms to serialise with json, 0.09 here
+            # orjson: a tenth of json's time for a pack (bench/README.md)
             texts = [orjson.dumps(body, default=_plain).decode() for body in bodies]
             with unit_of_work(self._url) as session:
                 context_items.save_packs(

@@ -8,7 +8,8 @@
   write committed before an assembly starts is always seen by it, in any process.
 - A large user (more than `eager_items` items of all time) is loaded by a background
   thread: their first assemblies read the store until the view is ready, rather than
-  wait for it (about 60 ms per 1,000 memories). `warm` loads a user at once.
+  wait for it (a load's cost grows with the user: bench/README.md). `warm` loads a user
+  at once.
 - Bounded: at most `budget_mb` of views (their estimated size), the least recently used
   users evicted whole. A user too large for the bound is not kept: the caller reads the
   store for them (`view` returns None), as it does for a user whose vectors belong to two
@@ -33,8 +34,8 @@ from memlane.pipeline.records import SoulBlock
 from memlane.pipeline.user_view import Record, UserView
 
 MB = 1024 * 1024
-# Users with at most this many items load with their first assembly (~120 ms at most);
-# larger ones in the background.
+# Users with at most this many items load with their first assembly (a wait it can
+# afford: bench/README.md); larger ones in the background.
 EAGER_ITEMS = 2000
 
 log = logging.getLogger("memlane.working_set")

@@ -245,9 +245,9 @@ def _with_rows(corpus: Corpus, rows: int, *, copy: bool) -> tuple[Matrix, _Spare
 def row_dots(matrix: Matrix, vector: Matrix) -> Matrix:
     """`matrix @ vector`, computed by numpy's own loop in the calling thread. `@` hands
     it to the BLAS library, whose threads (OpenBLAS: one per core) spin between calls:
-    on a 2-core machine shared with other processes a 10k × 256 product took 1.8–3 ms of
-    CPU (and 4–6 ms wall) threaded against 0.4 ms here, and the spinning threads take the
-    cores from the request and its background threads. The result does not depend on
+    on a 2-core machine shared with other processes the threaded product cost several
+    times this loop's CPU (bench/README.md), and the spinning threads take the cores from
+    the request and its background threads. The result does not depend on
     the BLAS library or its thread count."""
     dots: Matrix = np.einsum("ij,j->i", matrix, vector)
     return dots

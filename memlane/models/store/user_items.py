@@ -152,7 +152,7 @@ def _memory_rows(session: Session, user_id: str, postgres: bool) -> Sequence[Seq
     """The rows of the user's active memories. On PostgreSQL on the session's own
     psycopg connection (its transaction), in the binary protocol: a 10k user's vectors
     come as bytes instead of hex text, and the rows skip SQLAlchemy's result machinery
-    (the read took ~300 ms of CPU that way, most of a load)."""
+    (that way the read was most of a load's CPU: bench/README.md)."""
     if not postgres:
         return session.execute(_active_memories(False), {"user_id": user_id}).all()
     read = _active_memories_read()
