@@ -29,6 +29,7 @@ from memlane.pipeline.tokens import encoding_for_model
 from memlane.workers.dispatch import Dispatcher
 from memlane.workers.embedders import Embedder, embed_query, embedder_for
 
+# The facade's logger still: its warnings kept the name operators filter them by.
 log = logging.getLogger("memlane.facade")
 
 # The store read's episodes: the most recent, as many as a context shows at most in
