@@ -30,8 +30,9 @@ from memlane.models.db import read_unit
 from memlane.models.store import changes, refs, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
 from memlane.models.store.user_items import Vector
+from memlane.pipeline.memory_table import Record
 from memlane.pipeline.records import SoulBlock
-from memlane.pipeline.user_view import Record, UserView
+from memlane.pipeline.user_view import UserView
 
 MB = 1024 * 1024
 # Users with at most this many items load with their first assembly (a wait it can
@@ -245,10 +246,9 @@ class WorkingSet:
 
 def _load(session: Session, user_id: str, model: str, dim: int) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
-    items = user_items.load(session, user_id)
-    view = UserView.build(
+    items = user_items.load(session, user_id, model=model, dim=dim)
+    view = UserView.load(
         memories=items.memories,
-        memory_vectors=items.memory_vectors,
         episodes=items.episodes,
         episode_vectors=items.episode_vectors,
         procedures=items.procedures,
@@ -261,9 +261,9 @@ def _load(session: Session, user_id: str, model: str, dim: int) -> _User:
         view=view,
         view_for=(model, dim),
         memory_models={
-            m.id: v[0]
-            for m, v in zip(items.memories, items.memory_vectors, strict=True)
-            if v is not None
+            memory_id: of
+            for memory_id, of in zip(items.memories.ids, items.memory_models, strict=True)
+            if of is not None
         },
         soul={b.kind: b for b in items.soul_blocks},
         size=view.size_bytes,

@@ -28,6 +28,8 @@ import numpy.typing as npt
 from memlane.pipeline.lexical import K1, B
 
 FloatArray = npt.NDArray[np.float64]
+Matrix = npt.NDArray[np.float32]
+VectorLike = Sequence[float] | npt.NDArray[np.float32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,11 +38,8 @@ class CorpusItem:
 
     id: str
     keywords: frozenset[str]
-    vector: Sequence[float] | npt.NDArray[np.float32] | None = None
+    vector: VectorLike | None = None
     model: str | None = None
-
-
-Matrix = npt.NDArray[np.float32]
 
 
 @dataclass(slots=True)
@@ -63,7 +62,7 @@ class Corpus:
     vectors: npt.NDArray[np.float32]
     postings: dict[str, npt.NDArray[np.intp]]
     lengths: FloatArray
-    keywords: tuple[frozenset[str], ...] = ()
+    keywords: tuple[Collection[str], ...] = ()  # of each row
     alive: npt.NDArray[np.bool_] | None = None  # None: every row
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
     _spare: _Spare | None = field(default=None, repr=False)  # where appended rows go
@@ -100,30 +99,65 @@ def _vector_row(item: CorpusItem, model: str | None, width: int) -> npt.NDArray[
     return row
 
 
+def stack_vectors(
+    vectors: Sequence[tuple[str | None, VectorLike | None] | None],
+    *,
+    model: str | None,
+    dim: int | None,
+) -> tuple[Matrix, npt.NDArray[np.bool_]]:
+    """`vectors[i]` is (embedder, vector) of row i, or None: the rows' vectors of `model`
+    and `dim` stacked in a matrix (zeros for the other rows), and which rows have one."""
+    width = dim or 0
+    matrix = np.zeros((len(vectors), width), dtype=np.float32)
+    mask = np.zeros(len(vectors), dtype=np.bool_)
+    for row, pair in enumerate(vectors):
+        if not width or pair is None:
+            continue
+        of, vector = pair
+        if vector is not None and of == model and len(vector) == width:
+            matrix[row] = vector
+            mask[row] = True
+    return matrix, mask
+
+
 def build_corpus(items: Sequence[CorpusItem], *, model: str | None, dim: int | None) -> Corpus:
     """Index `items` for relevance; only vectors of `model` and `dim` are kept."""
-    n = len(items)
-    width = dim or 0
-    vectors = np.zeros((n, width), dtype=np.float32)
+    vectors, with_vectors = stack_vectors(
+        [(item.model, item.vector) for item in items], model=model, dim=dim
+    )
+    return corpus_of(
+        tuple(item.id for item in items),
+        [item.keywords for item in items],
+        vectors,
+        with_vectors,
+        model=model,
+    )
+
+
+def corpus_of(
+    ids: tuple[str, ...],
+    keywords: Sequence[Collection[str]],
+    vectors: Matrix,
+    with_vectors: npt.NDArray[np.bool_],
+    *,
+    model: str | None,
+) -> Corpus:
+    """Index items given column by column: row i is `ids[i]` with `keywords[i]` and, when
+    `with_vectors[i]`, the vector `vectors[i]` of `model` (scaled to length 1 here; the
+    other rows of `vectors` must be zeros). `vectors` becomes the corpus's own."""
     postings: dict[str, list[int]] = {}
-    lengths = np.zeros(n, dtype=np.float64)
-    rows_with_vectors: list[int] = []
-    for row, item in enumerate(items):
-        if width and item.vector is not None and item.model == model and len(item.vector) == width:
-            vectors[row] = item.vector
-            rows_with_vectors.append(row)
-        lengths[row] = len(item.keywords)
-        for word in item.keywords:
+    for row, words in enumerate(keywords):
+        for word in words:
             postings.setdefault(word, []).append(row)
-    if rows_with_vectors:
-        vectors[rows_with_vectors] = _unit_rows(vectors[rows_with_vectors])
+    if with_vectors.any():
+        vectors[with_vectors] = _unit_rows(vectors[with_vectors])
     return Corpus(
-        ids=tuple(item.id for item in items),
+        ids=ids,
         model=model,
         vectors=vectors,
         postings={word: np.asarray(rows, dtype=np.intp) for word, rows in postings.items()},
-        lengths=lengths,
-        keywords=tuple(item.keywords for item in items),
+        lengths=np.fromiter(map(len, keywords), dtype=np.float64, count=len(keywords)),
+        keywords=tuple(keywords),
     )
 
 
@@ -169,18 +203,20 @@ def patch_corpus(
         final[row] = frozenset()
     old_keywords = corpus.keywords
     moved = {
-        row: words for row, words in final.items() if row >= n_old or old_keywords[row] != words
+        row: words
+        for row, words in final.items()
+        if row >= n_old or frozenset(old_keywords[row]) != words
     }
     keywords = old_keywords
     lengths = corpus.lengths
     postings = corpus.postings
     if moved:
-        grown = list(old_keywords) + [frozenset()] * (n - n_old)
+        grown: list[Collection[str]] = [*old_keywords, *[frozenset()] * (n - n_old)]
         lengths = np.concatenate([corpus.lengths, np.zeros(n - n_old)])
         lose: dict[str, set[int]] = {}
         gain: dict[str, set[int]] = {}
         for row, words in moved.items():
-            before = grown[row]
+            before = frozenset(grown[row])
             for word in before - words:
                 lose.setdefault(word, set()).add(row)
             for word in words - before:

@@ -27,13 +27,15 @@ import numpy.typing as npt
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.budget import MIN_MEMORY_LINE_TOKENS
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.memory_table import LazyRecords, MemoryTable, Record, Vectors
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.relevance import (
     Corpus,
     CorpusItem,
-    build_corpus,
+    corpus_of,
     patch_corpus,
     relevance,
+    stack_vectors,
 )
 from memlane.pipeline.scoring import ITEM_IMPORTANCE, Strategy, Weights
 from memlane.pipeline.top_k import lexicographic_top
@@ -46,7 +48,6 @@ FloatArray = npt.NDArray[np.float64]
 # and are stepped over, must not end the assembler's walk early (bench/fidelity.py
 # measures what the cut costs). Never fewer than MIN_WALK items.
 MIN_WALK = 50
-VectorLike = Sequence[float] | npt.NDArray[np.float32]
 
 
 def episode_keywords(episode: EpisodeRecord) -> frozenset[str]:
@@ -69,8 +70,6 @@ class Shortlist:
     relevance: dict[str, float]
 
 
-Record = MemoryRecord | EpisodeRecord | Procedure
-Vectors = tuple[str, VectorLike] | None  # (embedder, vector) of an item, or None
 MEMORY, EPISODE, PROCEDURE = 0, 1, 2
 
 
@@ -80,13 +79,17 @@ def _kind(record: Record) -> int:
     return EPISODE if isinstance(record, EpisodeRecord) else PROCEDURE
 
 
+def _keywords(record: Record) -> frozenset[str]:
+    if isinstance(record, MemoryRecord):
+        return record.keywords
+    if isinstance(record, EpisodeRecord):
+        return episode_keywords(record)
+    return procedure_keywords(record)
+
+
 def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
     vector, model = (vectors[1], vectors[0]) if vectors else (None, None)
-    if isinstance(record, MemoryRecord):
-        return CorpusItem(record.id, record.keywords, vector, model)
-    if isinstance(record, EpisodeRecord):
-        return CorpusItem(record.id, episode_keywords(record), vector, model)
-    return CorpusItem(record.id, procedure_keywords(record))
+    return CorpusItem(record.id, _keywords(record), vector, model)
 
 
 # UserView's per-row fields, in the order `_columns` fills them.
@@ -122,35 +125,32 @@ def _chars(record: EpisodeRecord | Procedure) -> int:
     return len(record.name) + len(record.content)
 
 
+def _memory_columns(table: MemoryTable) -> dict[str, npt.NDArray[np.float64]]:
+    """UserView's fields of the table's rows (the same float64 operations as on Python
+    floats)."""
+    return {
+        "importance": table.importance * (0.5 + 0.5 * table.confidence),
+        "raw_importance": table.importance,
+        "stated": table.stated,
+        "created": table.created,
+        "confirmations": table.confirmations,
+        "expires": table.expires,
+        "sensitive": table.sensitive.astype(np.float64),
+        "free": table.free.astype(np.float64),
+        "kind": np.full(len(table), float(MEMORY)),
+        "chars": table.chars,
+    }
+
+
 def _columns(records: Sequence[Record]) -> dict[str, npt.NDArray[np.float64]]:
-    """The per-row values the composite and the filters need (UserView's fields).
-    Memories, nearly all the rows, column by column (a 10k user's load waits for this);
-    the arithmetic is the same float64 operations as on Python floats."""
+    """The per-row values the composite and the filters need (UserView's fields)."""
     n = len(records)
     columns = {name: np.zeros(n, dtype=np.float64) for name in COLUMNS}
     mine = [i for i, record in enumerate(records) if isinstance(record, MemoryRecord)]
-    memories = [cast(MemoryRecord, records[i]) for i in mine]
-    if memories:
-
-        def column(values: Sequence[float]) -> FloatArray:
-            return np.asarray(values, dtype=np.float64)
-
-        importance = column([m.importance for m in memories])
-        confidence = column([m.confidence for m in memories])
-        expires = [m.expires_at for m in memories]
-        values = {
-            "importance": importance * (0.5 + 0.5 * confidence),
-            "raw_importance": importance,
-            "stated": column([_epoch(m.confirmed_at) for m in memories]),
-            "created": column([_epoch(m.created_at) for m in memories]),
-            "confirmations": column([m.access_count for m in memories]),
-            "expires": column([math.inf if e is None else _epoch(e) for e in expires]),
-            "sensitive": column([m.sensitive for m in memories]),
-            "free": column([m.tier == "candidate" for m in memories]),
-            "kind": np.full(len(memories), float(MEMORY)),
-            "chars": column([len(m.content) for m in memories]),
-        }
-        for name, memory_values in values.items():
+    if mine:
+        memories = [cast(MemoryRecord, records[i]) for i in mine]
+        table = MemoryTable.of_records(memories, [None] * len(memories), model=None, dim=None)
+        for name, memory_values in _memory_columns(table).items():
             columns[name][mine] = memory_values
     for i, record in enumerate(records):
         if isinstance(record, MemoryRecord):
@@ -168,7 +168,7 @@ class UserView:
     the ranking needs. Immutable: `patch` returns a new view, so a caller still ranking
     with the old one is not disturbed."""
 
-    records: tuple[Record, ...]
+    records: LazyRecords
     soul_blocks: tuple[SoulBlock, ...]
     corpus: Corpus
     importance: FloatArray  # importance × (0.5 + 0.5 · confidence), 0.5 for the others
@@ -197,20 +197,51 @@ class UserView:
     ) -> UserView:
         """Index the items; `*_vectors[i]` is (embedder, vector) of item i, or None. Only
         vectors of the embedder `model` (of `dim`) count."""
-        records: list[Record] = [*memories, *episodes, *procedures]
-        vectors: list[Vectors] = [*memory_vectors, *episode_vectors, *([None] * len(procedures))]
-        items = [_corpus_item(r, v) for r, v in zip(records, vectors, strict=True)]
-        return cls._of(
-            tuple(records),
-            tuple(soul_blocks),
-            build_corpus(items, model=model, dim=dim),
-            _columns(records),
+        return cls.load(
+            memories=MemoryTable.of_records(memories, memory_vectors, model=model, dim=dim),
+            episodes=episodes,
+            episode_vectors=episode_vectors,
+            procedures=procedures,
+            soul_blocks=soul_blocks,
+            model=model,
+            dim=dim,
         )
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        memories: MemoryTable,
+        episodes: Sequence[EpisodeRecord],
+        episode_vectors: Sequence[Vectors],
+        procedures: Sequence[Procedure],
+        soul_blocks: Sequence[SoulBlock],
+        model: str | None,
+        dim: int | None,
+    ) -> UserView:
+        """Index a table of memories (its vectors of `model`, of `dim`) and the other
+        items, as `build` does; a memory's record is built when first read."""
+        others: list[Record] = [*episodes, *procedures]
+        vectors, with_vectors = stack_vectors(
+            [*episode_vectors, *([None] * len(procedures))], model=model, dim=dim
+        )
+        corpus = corpus_of(
+            memories.ids + tuple(record.id for record in others),
+            [*memories.keywords, *map(_keywords, others)],
+            np.concatenate([memories.vectors, vectors]),
+            np.concatenate([memories.with_vectors, with_vectors]),
+            model=model,
+        )
+        n = len(memories)
+        mine, theirs = _memory_columns(memories), _columns(others)
+        columns = {name: np.concatenate([mine[name], theirs[name]]) for name in COLUMNS}
+        records = LazyRecords([*([None] * n), *others], memories.record)
+        return cls._of(records, tuple(soul_blocks), corpus, columns)
 
     @classmethod
     def _of(
         cls,
-        records: tuple[Record, ...],
+        records: LazyRecords,
         soul_blocks: tuple[SoulBlock, ...],
         corpus: Corpus,
         columns: dict[str, npt.NDArray[np.float64]],
@@ -245,16 +276,17 @@ class UserView:
             column = columns[name]
             for i, row in enumerate(rows):  # in order: a row written twice keeps its last
                 column[row] = values[i]
-        records = list(self.records) + [None] * grown
-        for row, (record, _) in zip(rows, upserts, strict=True):
-            records[row] = record
+        # in order: a row written twice keeps its last
+        records = self.records.with_rows(
+            {row: record for row, (record, _) in zip(rows, upserts, strict=True)}, len(corpus)
+        )
         for item_id in removed:
             if (at := corpus.position(item_id)) is not None:
                 columns["free"][at] = 0
                 columns["kind"][at] = -1
                 columns["chars"][at] = 0
         return UserView(
-            records=tuple(records),  # type: ignore[arg-type]  # dead rows hold their last record
+            records=records,  # dead rows hold their last record
             soul_blocks=tuple(soul_blocks),
             corpus=corpus,
             **columns,  # type: ignore[arg-type]

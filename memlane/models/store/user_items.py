@@ -1,11 +1,12 @@
 """Everything of one user that an assembly can use, read whole: active memories with
-their vectors and keywords, episodes with theirs, procedures and soul blocks. The
-working set (memlane/models/working_set.py) is built from this read and kept current.
+their vectors and keywords (a table of columns, store/memory_table.py), episodes with
+theirs, procedures and soul blocks. The working set (memlane/models/working_set.py) is
+built from this read and kept current.
 
-Read for speed, since a user's first assembly waits for it: vectors come as the
-database keeps them (pgvector's binary form through `vector_send`, SQLite's float32
-bytes) straight into numpy, and records are built without validation (the rows are
-memlane's own).
+Also the reads of single memory rows that the change feed (store/changes.py) and the
+store read share. Read for speed: vectors come as the database keeps them (pgvector's
+binary form through `vector_send`, SQLite's float32 bytes) straight into numpy, and
+records are built without validation (the rows are memlane's own).
 """
 
 from __future__ import annotations
@@ -14,19 +15,19 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
-from functools import lru_cache
 from typing import Any
 from typing import cast as cast_
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import DateTime, LargeBinary, Text, bindparam, cast, func, select, type_coerce
+from sqlalchemy import DateTime, LargeBinary, Text, cast, func, select, type_coerce
 from sqlalchemy.orm import Session, defer
 
-from memlane.models.pipelined import CompiledRead, compile_read
+from memlane.models.store import memory_table
 from memlane.models.store.context_items import episode_record, procedures, soul_blocks
 from memlane.models.store.memories import stored_record
 from memlane.models.tables import EpisodeRow, MemoryRow
+from memlane.pipeline.memory_table import MemoryTable
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 
 Vector = npt.NDArray[np.float32]
@@ -35,8 +36,8 @@ Vectors = tuple[str, Vector] | None  # (embedder, vector) of an item, or None
 
 @dataclass(frozen=True, slots=True)
 class UserItems:
-    memories: list[MemoryRecord]  # active ones, with their keywords, without vectors
-    memory_vectors: list[Vectors]  # of each memory
+    memories: MemoryTable  # the active ones
+    memory_models: list[str | None]  # the embedder of each memory's stored vector
     episodes: list[EpisodeRecord]
     episode_vectors: list[tuple[str, Vector] | None]
     procedures: list[Procedure]
@@ -135,44 +136,10 @@ def memory_record(row: Sequence[Any], keywords: frozenset[str] | None = None) ->
     return stored_record(fields)
 
 
-def _active_memories(postgres: bool) -> Any:
-    return (
-        select(*memory_columns(postgres))
-        .where(MemoryRow.user_id == bindparam("user_id"), MemoryRow.status == "active")
-        .order_by(MemoryRow.id)
-    )
-
-
-@lru_cache(maxsize=1)
-def _active_memories_read() -> CompiledRead:
-    return compile_read(_active_memories(True))
-
-
-def _memory_rows(session: Session, user_id: str, postgres: bool) -> Sequence[Sequence[Any]]:
-    """The rows of the user's active memories. On PostgreSQL on the session's own
-    psycopg connection (its transaction), in the binary protocol: a 10k user's vectors
-    come as bytes instead of hex text, and the rows skip SQLAlchemy's result machinery
-    (that way the read was most of a load's CPU: bench/README.md)."""
-    if not postgres:
-        return session.execute(_active_memories(False), {"user_id": user_id}).all()
-    read = _active_memories_read()
-    driver: Any = session.connection().connection.driver_connection
-    with driver.cursor(binary=True) as cursor:
-        cursor.execute(read.sql, {**read.params, "user_id": user_id})
-        rows: list[tuple[Any, ...]] = cursor.fetchall()
-    return rows
-
-
-def load(session: Session, user_id: str) -> UserItems:
-    """The user's items, each list in id order."""
+def load(session: Session, user_id: str, *, model: str, dim: int) -> UserItems:
+    """The user's items, each kind in id order; the vectors of `model` (of `dim`)."""
     postgres = session.get_bind().dialect.name == "postgresql"
-    rows = _memory_rows(session, user_id, postgres)
-    memories: list[MemoryRecord] = []
-    memory_vectors: list[Vectors] = []
-    for row, words in zip(rows, keywords_of(rows), strict=True):
-        record, _, pair = memory_of(row, postgres, words)
-        memories.append(record)
-        memory_vectors.append(pair)
+    memories, memory_models = memory_table.read(session, user_id, model=model, dim=dim)
     episodes: list[EpisodeRecord] = []
     episode_vectors: list[tuple[str, Vector] | None] = []
     episode_rows = session.execute(
@@ -184,11 +151,11 @@ def load(session: Session, user_id: str) -> UserItems:
     for episode, raw in episode_rows:
         episodes.append(episode_record(episode, with_embedding=False))
         vector = vector_of(raw, postgres)
-        model = episode.embedding_model
-        episode_vectors.append((model, vector) if vector is not None and model else None)
+        model_of = episode.embedding_model
+        episode_vectors.append((model_of, vector) if vector is not None and model_of else None)
     return UserItems(
         memories=memories,
-        memory_vectors=memory_vectors,
+        memory_models=memory_models,
         episodes=episodes,
         episode_vectors=episode_vectors,
         procedures=procedures(session, user_id),

@@ -1,0 +1,122 @@
+"""A user's memories column by column: what ranking needs as arrays, and each memory's
+record built only when asked for. A working set loads a user this way (a 10k user's
+first assembly waits for the load, and building 10k records took most of it, while an
+assembly reads a few hundred of them); `MemoryTable.of_records` makes one of records.
+
+`LazyRecords` holds the records of a view's rows, each built on first use and kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
+from memlane.pipeline.relevance import Matrix, VectorLike, stack_vectors
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+Vectors = tuple[str, VectorLike] | None  # (embedder, vector) of an item, or None
+Record = MemoryRecord | EpisodeRecord | Procedure
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTable:
+    """Row i is memory `ids[i]`. Times are epoch seconds (`datetime.timestamp()`'s
+    value); `vectors[i]` is its vector of the table's embedder where `with_vectors[i]`,
+    zeros elsewhere; `record(i)` builds its record."""
+
+    ids: tuple[str, ...]
+    keywords: Sequence[Collection[str]]
+    vectors: Matrix
+    with_vectors: BoolArray
+    importance: FloatArray
+    confidence: FloatArray
+    stated: FloatArray  # confirmed_at
+    created: FloatArray  # created_at
+    expires: FloatArray  # expires_at, +inf when never
+    confirmations: FloatArray  # access_count
+    sensitive: BoolArray
+    free: BoolArray  # candidate tier
+    chars: FloatArray  # characters of the content
+    record: Callable[[int], MemoryRecord]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def of_records(
+        cls,
+        memories: Sequence[MemoryRecord],
+        vectors: Sequence[Vectors],
+        *,
+        model: str | None,
+        dim: int | None,
+    ) -> MemoryTable:
+        """The table of `memories`; `vectors[i]` is (embedder, vector) of memory i, or
+        None: only vectors of `model` and `dim` are kept."""
+        n = len(memories)
+        matrix, with_vectors = stack_vectors(vectors, model=model, dim=dim)
+
+        def column(values: Sequence[float]) -> FloatArray:
+            return np.asarray(values, dtype=np.float64).reshape(n)
+
+        def epoch(moment: datetime | None) -> float:
+            return math.inf if moment is None else moment.timestamp()
+
+        rows = list(memories)
+        return cls(
+            ids=tuple(m.id for m in rows),
+            keywords=[m.keywords for m in rows],
+            vectors=matrix,
+            with_vectors=with_vectors,
+            importance=column([m.importance for m in rows]),
+            confidence=column([m.confidence for m in rows]),
+            stated=column([epoch(m.confirmed_at) for m in rows]),
+            created=column([epoch(m.created_at) for m in rows]),
+            expires=column([epoch(m.expires_at) for m in rows]),
+            confirmations=column([m.access_count for m in rows]),
+            sensitive=np.asarray([m.sensitive for m in rows], dtype=np.bool_).reshape(n),
+            free=np.asarray([m.tier == "candidate" for m in rows], dtype=np.bool_).reshape(n),
+            chars=column([len(m.content) for m in rows]),
+            record=rows.__getitem__,
+        )
+
+
+class LazyRecords:
+    """The records of a view's rows: row i's is `make(i)`, built on first use and kept,
+    unless it was given (`with_rows`). Reads from several threads may build a record
+    twice; both are equal and either is kept."""
+
+    __slots__ = ("_built", "_make")
+
+    def __init__(self, built: list[Record | None], make: Callable[[int], Record] | None) -> None:
+        self._built = built
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    def __getitem__(self, row: int) -> Record:
+        record = self._built[row]
+        if record is None:
+            if self._make is None:
+                raise LookupError(f"row {row} has no record")
+            record = self._built[row] = self._make(row)
+        return record
+
+    def __iter__(self) -> Iterator[Record]:
+        return (self[row] for row in range(len(self._built)))
+
+    def with_rows(self, rows: Mapping[int, Record], length: int) -> LazyRecords:
+        """A copy `length` rows long with `rows` written over (or appended); this one is
+        left as it was (a caller may still be ranking with it)."""
+        built = self._built + [None] * (length - len(self._built))
+        for row, record in rows.items():
+            built[row] = record
+        return LazyRecords(built, self._make)
