@@ -19,6 +19,7 @@ Items are rows of a `Corpus`; `relevance` returns one float64 per row, in row or
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
@@ -86,10 +87,17 @@ class Corpus:
 
 def _unit_rows(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     """Rows scaled to length 1; a zero, NaN or infinite row becomes no direction (zeros)."""
+    return _scale_rows(vectors.astype(np.float32))
+
+
+def _scale_rows(vectors: Matrix) -> Matrix:
+    """`_unit_rows` in place (a 10k user's matrix is ~10 MB: each copy of it costs)."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         usable = np.isfinite(norms) & (norms > 0)
-        return np.where(usable, vectors / np.where(usable, norms, 1), 0).astype(np.float32)
+        np.divide(vectors, np.where(usable, norms, 1), out=vectors)
+        vectors[~usable[:, 0]] = 0
+    return vectors
 
 
 def _vector_row(item: CorpusItem, model: str | None, width: int) -> npt.NDArray[np.float32]:
@@ -145,12 +153,14 @@ def corpus_of(
     """Index items given column by column: row i is `ids[i]` with `keywords[i]` and, when
     `with_vectors[i]`, the vector `vectors[i]` of `model` (scaled to length 1 here; the
     other rows of `vectors` must be zeros). `vectors` becomes the corpus's own."""
-    postings: dict[str, list[int]] = {}
+    postings: defaultdict[str, list[int]] = defaultdict(list)  # no list made per lookup
     for row, words in enumerate(keywords):
         for word in words:
-            postings.setdefault(word, []).append(row)
-    if with_vectors.any():
-        vectors[with_vectors] = _unit_rows(vectors[with_vectors])
+            postings[word].append(row)
+    if with_vectors.all():
+        _scale_rows(vectors)
+    elif with_vectors.any():
+        vectors[with_vectors] = _scale_rows(vectors[with_vectors])
     return Corpus(
         ids=ids,
         model=model,

@@ -159,12 +159,17 @@ def _vectors(
         np.bool_,
         n,
     )
+    if not dim or not mask.any():
+        return np.zeros((n, dim), dtype=np.float32), mask
+    every = bool(mask.all())
+    chosen = raws if every else [raw for raw, ok in zip(raws, mask, strict=True) if ok]
+    joined = b"".join(chosen)  # type: ignore[arg-type]  # None only where not chosen
+    block = np.frombuffer(joined, dtype=">f4" if postgres else np.float32)
+    block = block.reshape(-1, dim + lead)[:, lead:]
+    if every:
+        return block.astype(np.float32), mask  # one copy, native and writable
     matrix = np.zeros((n, dim), dtype=np.float32)
-    if dim and mask.any():
-        chosen = raws if mask.all() else [raw for raw, ok in zip(raws, mask, strict=True) if ok]
-        joined = b"".join(chosen)  # type: ignore[arg-type]  # None only where not chosen
-        block = np.frombuffer(joined, dtype=">f4" if postgres else np.float32)
-        matrix[mask] = block.reshape(-1, dim + lead)[:, lead:]
+    matrix[mask] = block
     return matrix, mask
 
 
