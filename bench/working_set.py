@@ -25,7 +25,14 @@ from typing import Any
 from sqlalchemy import update
 
 from bench import dataset
-from bench.common import Report, latency_summary, parser, pg_database, sqlite_database
+from bench.common import (
+    Report,
+    latency_summary,
+    parser,
+    percentile,
+    pg_database,
+    sqlite_database,
+)
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
@@ -40,10 +47,18 @@ PLANS: dict[str, dict[str, Any]] = {
 }
 
 
-def timed(call: Any) -> float:
-    start = time.perf_counter()
+def timed(call: Any, cpu: list[float] | None = None) -> float:
+    """Wall seconds of `call()`; its CPU seconds in the calling thread appended to `cpu`
+    (on a machine shared with other work, the figure that measures the code)."""
+    start, start_cpu = time.perf_counter(), time.thread_time()
     call()
+    if cpu is not None:
+        cpu.append(time.thread_time() - start_cpu)
     return time.perf_counter() - start
+
+
+def cpu_p50(seconds: list[float]) -> dict[str, float]:
+    return {"cpu_p50_ms": round(percentile([s * 1000.0 for s in seconds], 50), 3)}
 
 
 def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str, Any]) -> None:
@@ -52,11 +67,12 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
     embedder = get_embedder(settings)
     model, dim = embedder.name, embedder.dim
     row = dict(backend=backend, memories=size)
-    loads = []
+    loads: list[float] = []
+    loads_cpu: list[float] = []
     for _ in range(plan["loads"]):
         working = WorkingSet(url, budget_mb=1024)
-        loads.append(timed(lambda w=working: w.warm(user, model=model, dim=dim)))
-    report.emit(**row, measure="load (warm)", **latency_summary(loads))
+        loads.append(timed(lambda w=working: w.warm(user, model=model, dim=dim), loads_cpu))
+    report.emit(**row, measure="load (warm)", **latency_summary(loads), **cpu_p50(loads_cpu))
     query = dataset.queries(1)[0]
     vector = embedder.embed([query])[0]
     firsts = []
@@ -71,7 +87,8 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
     working.warm(user, model=model, dim=dim)
     polls = [timed(lambda: working.view(user, model=model, dim=dim)) for _ in range(200)]
     report.emit(**row, measure="poll, nothing changed", **latency_summary(polls))
-    applied = []
+    applied: list[float] = []
+    applied_cpu: list[float] = []
     memory_id = f"mem_{user}_{7:07d}"
     for i in range(plan["changes"]):
         with unit_of_work(url) as session:
@@ -81,8 +98,13 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
                 .where(MemoryRow.id == memory_id)
                 .values(importance=0.5 + (i % 2) / 10, change_seq=number)
             )
-        applied.append(timed(lambda: working.view(user, model=model, dim=dim)))
-    report.emit(**row, measure="one change applied", **latency_summary(applied[1:]))
+        applied.append(timed(lambda: working.view(user, model=model, dim=dim), applied_cpu))
+    report.emit(
+        **row,
+        measure="one change applied",
+        **latency_summary(applied[1:]),
+        **cpu_p50(applied_cpu[1:]),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", nargs="+", type=int, help="memories per user (overrides --size)")
     args = p.parse_args(argv)
     plan = dict(PLANS[args.size])
-    report = Report("working_set", ["backend", "memories", "measure", "n", "p50_ms", "p99_ms"])
+    columns = ["backend", "memories", "measure", "n", "p50_ms", "p99_ms", "cpu_p50_ms"]
+    report = Report("working_set", columns)
     for backend in args.backend:
         if backend == "postgresql":
             url = pg_database(plan["db"])

@@ -4,6 +4,7 @@ an assembly from the shortlist equals one from every item of the store."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import timedelta
 
 from hypothesis import given, settings
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.memory_table import MemoryTable
+from memlane.pipeline.records import MemoryRecord
 from memlane.pipeline.user_view import UserView
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request
@@ -287,6 +290,52 @@ def test_the_walk_ends_where_the_estimated_lines_fill_the_tokens_asked() -> None
     cut = assemble_context(request(**common, memories=shortlist.memories))
     assert cut.text == whole.text
     assert 0 < len(whole.included_memory_ids) < expected
+
+
+def test_a_loaded_view_builds_only_the_records_an_assembly_reads() -> None:
+    # a table whose records count how often each is built
+    memories = [
+        mem(f"mem_{i:03d}", f"Fact {i:03d}: " + "word " * 10, importance=1 - i / 1000, ref=i + 1)
+        for i in range(300)
+    ]
+    built: list[int] = []
+
+    def record(row: int) -> MemoryRecord:
+        built.append(row)
+        return memories[row]
+
+    table = replace(
+        MemoryTable.of_records(memories, [None] * 300, model=None, dim=None), record=record
+    )
+    view = UserView.load(
+        memories=table,
+        episodes=[],
+        episode_vectors=[],
+        procedures=[],
+        soul_blocks=[],
+        model=None,
+        dim=None,
+    )
+    assert built == []  # loading builds no record
+    ranked = dict(
+        strategy="important",
+        now=NOW,
+        weights=WEIGHTS,
+        half_life_hours=168.0,
+        relevance_floor=0.8,
+        include_sensitive=False,
+        limit=20,
+    )
+    first = view.shortlist(None, **ranked)
+    assert [m.id for m in first.memories] == [m.id for m in memories[:20]]
+    assert sorted(built) == list(range(20))
+    # read again, and from a patched view: each record was built once
+    patched = view.patch([(memories[5].model_copy(update={"importance": 0.0}), None)], [], [])
+    again = patched.shortlist(None, **ranked)
+    assert [m.id for m in again.memories] == [m.id for m in memories[:21] if m.id != "mem_005"]
+    assert view.shortlist(None, **ranked) == first
+    assert sorted(built) == list(range(21))
+    assert view.records[5] is memories[5]  # the patch left the view it came from as it was
 
 
 def test_a_margin_of_zero_lets_the_assembler_walk_every_item() -> None:
