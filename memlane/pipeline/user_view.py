@@ -19,7 +19,7 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +91,9 @@ def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
     vector, model = (vectors[1], vectors[0]) if vectors else (None, None)
     return CorpusItem(record.id, _keywords(record), vector, model)
 
+
+# What a removed item's row is left with: nothing ranks it.
+_DEAD = {"free": 0, "kind": -1, "chars": 0}
 
 # UserView's per-row fields, in the order `_columns` fills them.
 COLUMNS = (
@@ -266,25 +269,27 @@ class UserView:
         `removed` taken out: a change applied in the time of the rows it touches."""
         corpus, rows = patch_corpus(self.corpus, [_corpus_item(r, v) for r, v in upserts], removed)
         grown = len(corpus) - len(self.records)
-        # each column copied once, in its own type (the rows are few, the columns long)
-        columns = {
-            name: np.concatenate([getattr(self, name), np.zeros(grown, getattr(self, name).dtype)])
-            for name in COLUMNS
-        }
         fresh = _columns([record for record, _ in upserts])
-        for name, values in fresh.items():
-            column = columns[name]
+        dead = [at for item_id in removed if (at := corpus.position(item_id)) is not None]
+        columns: dict[str, npt.NDArray[Any]] = {}
+        for name in COLUMNS:
+            column, values = getattr(self, name), fresh[name]
+            unchanged = not grown and np.array_equal(column[rows], values.astype(column.dtype))
+            if unchanged and not (dead and name in _DEAD):
+                columns[name] = column  # shared with this view: neither ever writes it
+                continue
+            # copied once, in its own type (the rows are few, the columns long)
+            column = np.concatenate([column, np.zeros(grown, column.dtype)])
             for i, row in enumerate(rows):  # in order: a row written twice keeps its last
                 column[row] = values[i]
+            columns[name] = column
+        for at in dead:
+            for name, value in _DEAD.items():
+                columns[name][at] = value
         # in order: a row written twice keeps its last
         records = self.records.with_rows(
             {row: record for row, (record, _) in zip(rows, upserts, strict=True)}, len(corpus)
         )
-        for item_id in removed:
-            if (at := corpus.position(item_id)) is not None:
-                columns["free"][at] = 0
-                columns["kind"][at] = -1
-                columns["chars"][at] = 0
         return UserView(
             records=records,  # dead rows hold their last record
             soul_blocks=tuple(soul_blocks),
