@@ -8,6 +8,7 @@ trivial indexed query round trip, read the way the assembler reads.
     python -m bench.assemble --size tiny     # a few seconds: proves it runs
     python -m bench.assemble --backend postgresql --sizes 10000 --profile
     MEMLANE_EMBEDDING_MODEL=minilm python -m bench.assemble   # HNSW (own database)
+    MEMLANE_EMBEDDING_MODEL=minilm python -m bench.assemble --embed-query  # embedding timed
     python -m bench.assemble --backend postgresql --unprepared    # every read planned
 
 Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
@@ -114,7 +115,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                         questions[q],
                         strategy=strategy,  # type: ignore[arg-type]
                         budget_tokens=BUDGET,
-                        query_embedding=vectors[q],
+                        query_embedding=None if args.embed_query else vectors[q],
                         now=dataset.NOW,
                     )
 
@@ -136,6 +137,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                     top_k=settings.vector_top_k,
                     budget_tokens=BUDGET,
                     prepared=not args.unprepared,
+                    query_embedded=bool(args.embed_query),
                     **latency_summary(durations),
                     floor_p50_ms=floor,
                 )
@@ -188,6 +190,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--iterations", type=int, help="timed calls per cell (overrides --size)")
     p.add_argument("--profile", action="store_true", help="cProfile each cell (stderr)")
+    p.add_argument(
+        "--embed-query",
+        action="store_true",
+        help="embed the query inside each timed call (default: the embedding is given)",
+    )
     p.add_argument(
         "--unprepared",
         action="store_true",
