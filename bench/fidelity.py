@@ -55,6 +55,9 @@ def included(settings: Settings, user: str, questions: list[str], vectors: Any, 
     """The included memory ids and the memories' count in the pack of each question's
     assembly."""
     with Memlane(settings, dispatcher=NoAccessRecords(settings)) as lane:
+        # loaded now: a large user's first assemblies otherwise read the store while
+        # their view loads, and how many did depended on the machine's speed
+        lane.warm(user)
         for question, vector in zip(questions, vectors, strict=True):
             result = lane.assemble(
                 user,
