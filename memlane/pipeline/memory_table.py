@@ -1,7 +1,7 @@
 """A user's memories column by column: what ranking needs as arrays, and each memory's
-record built only when asked for. A working set loads a user this way (a 10k user's
-first assembly waits for the load, and building 10k records took most of it, while an
-assembly reads a few hundred of them); `MemoryTable.of_records` makes one of records.
+record built only when asked for. A working set loads a user this way (a user's first
+assembly may wait for the load, and building a record per memory was most of it, while
+an assembly reads a few hundred of them); `MemoryTable.of_records` makes one of records.
 
 `LazyRecords` holds the records of a view's rows, each built on first use and kept.
 """

@@ -91,7 +91,7 @@ def _unit_rows(vectors: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 
 def _scale_rows(vectors: Matrix) -> Matrix:
-    """`_unit_rows` in place (a 10k user's matrix is ~10 MB: each copy of it costs)."""
+    """`_unit_rows` in place (a large user's matrix: each copy of it costs)."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         usable = np.isfinite(norms) & (norms > 0)

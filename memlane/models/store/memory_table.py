@@ -1,7 +1,7 @@
 """A user's active memories read column by column into a `pipeline.memory_table.MemoryTable`:
 what the working set loads a user's memories with (store/user_items.py).
 
-Read for speed, since a user's first assembly waits for it (a 10k user: ~9,000 rows):
+Read for speed, since a user's first assembly waits for it (bench/README.md has the figures):
 - no record per row: the table keeps the columns, and a memory's record is built when an
   assembly first reads it;
 - times as integer microseconds since the epoch (PostgreSQL's `extract`, exact; SQLite's
@@ -10,8 +10,9 @@ Read for speed, since a user's first assembly waits for it (a 10k user: ~9,000 r
 - the vectors of the embedder asked for decoded in one numpy call over their bytes
   joined (pgvector's binary form, SQLite's float32 bytes);
 - the keywords' JSON texts parsed in one call, and kept as the lists they parse to;
-- the rows unsorted by the database (sorting ~9 MB of rows by id spilled to disk, more
-  than the read itself), sorted by id here, in Python's order of strings.
+- the rows unsorted by the database (its sort of a large user's rows, vectors and all,
+  spilled to disk and took longer than the read), sorted by id here, in Python's order of
+  strings.
 """
 
 from __future__ import annotations
