@@ -46,7 +46,7 @@ from memlane.models.pipelined import compile_read, run_reads
 from memlane.models.store.vector_index import ensure_for_users, wants_hnsw
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.scoring import STRATEGIES
-from memlane.workers.embedders import get_embedder
+from memlane.workers.embedders import get_embedder, query_cache
 
 BUDGET = 4000
 PLANS: dict[str, dict[str, Any]] = {
@@ -110,6 +110,8 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
 
                 def call(i: int, strategy: str = strategy, user: str = user) -> None:
                     q = i % len(questions)
+                    if args.embed_query:  # each call embeds, as a query not seen before
+                        query_cache._QUERY_CACHE.clear()
                     lane.assemble(
                         user,
                         questions[q],
