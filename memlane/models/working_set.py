@@ -206,6 +206,11 @@ class WorkingSet:
             if found is None:
                 after = user.version
                 found = read_unit(self.url, lambda session: changes.since(session, user_id, after))
+                # `since` reads table by table, on PostgreSQL each statement in a snapshot
+                # of its own: past `latest` a row may have been missed while a later one of
+                # another table was read. Every number up to `latest` was committed before
+                # the poll, so the view is current as of it; rows past it are read again.
+                found.version = latest
             found.version = max(found.version, latest)
             user.apply(found)
         return True

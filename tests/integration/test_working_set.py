@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, event, text
 
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
@@ -269,3 +269,31 @@ def _waits_for_a_lock(url: str) -> bool:
                 )
             ).scalar()
         )
+
+
+def test_a_row_committed_while_the_changes_are_read_is_not_skipped(pg: str, now: datetime) -> None:
+    # given a loaded view, and a soul block changed since (so the rows are read table by
+    # table, each statement in a snapshot of its own)
+    with Memlane(load_settings(database_url=pg, working_set_mb=64)) as lane:
+        lane.add_memory("u1", {"content": "Drinks green tea every morning."})
+        assert "green tea" in context(lane, now)
+        lane.set_soul_block("u1", "style", "Short answers.")
+        # when, between the read of the memories and the read of the soul blocks, another
+        # writer commits a memory and then a soul block (two later change numbers)
+        written: list[str] = []
+
+        def write_between(_conn, _cursor, statement: str, *_args: object) -> None:
+            if written or "FROM soul_blocks" not in statement or "change_seq >" not in statement:
+                return
+            written.append("yes")
+            lane.add_memory("u1", {"content": "Walks the dog at seven."})
+            lane.set_soul_block("u1", "identity", "A night owl.")
+
+        event.listen(Engine, "before_cursor_execute", write_between)
+        try:
+            context(lane, now)
+        finally:
+            event.remove(Engine, "before_cursor_execute", write_between)
+        # then the memory the first read could not see reaches the next assembly
+        assert written
+        assert "dog at seven" in context(lane, now)
