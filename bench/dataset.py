@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import io
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select
 
+from bench.deduplicated import deduplicated_filter
 from memlane.config.settings import load_settings
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.store import context_items, refs
@@ -326,7 +328,10 @@ def sentence(rng: random.Random, vocab: Vocabulary, category: str) -> str:
     return f"{base[:-1]}, {' '.join(tail)}."
 
 
-def _memory_rows(user_id: str, n: int, *, seed: int) -> Iterator[dict[str, Any]]:
+def _memory_rows(
+    user_id: str, n: int, *, seed: int, keep: Callable[[str], bool] | None = None
+) -> Iterator[dict[str, Any]]:
+    """`keep`: whether a drawn sentence may be stored (others are drawn again)."""
     rng = random.Random(seed)
     vocab = vocabulary()
     categories = ("preference", "fact", "decision", "project")
@@ -353,6 +358,8 @@ def _memory_rows(user_id: str, n: int, *, seed: int) -> Iterator[dict[str, Any]]
         if rng.random() < 0.02:
             expires = NOW + timedelta(days=rng.uniform(-60, 60))
         content = sentence(rng, vocab, category)
+        while keep is not None and not keep(content):
+            content = sentence(rng, vocab, category)
         yield {
             "id": f"mem_{user_id}_{i:07d}",
             "user_id": user_id,
@@ -383,8 +390,15 @@ def _batches(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[st
         yield batch
 
 
-def user_id_for(size: int) -> str:
-    return f"bench-v{VERSION}-{size}"
+@cache
+def _deduplicated_rows(user_id: str, size: int) -> tuple[dict[str, Any], ...]:
+    """Drawn once per process (~4 min of CPU at 100k), for both backends."""
+    keep = deduplicated_filter().keep
+    return tuple(_memory_rows(user_id, size, seed=size, keep=keep))
+
+
+def user_id_for(size: int, *, deduplicated: bool = False) -> str:
+    return f"bench-v{VERSION}{'-dedup' if deduplicated else ''}-{size}"
 
 
 def memory_count(url: str, user_id: str) -> int:
@@ -395,9 +409,11 @@ def memory_count(url: str, user_id: str) -> int:
     return int(count or 0)
 
 
-def ensure_user(url: str, size: int, *, log: Any = print) -> str:
-    """The user with `size` memories in this database, loading them if needed."""
-    user_id = user_id_for(size)
+def ensure_user(url: str, size: int, *, log: Any = print, deduplicated: bool = False) -> str:
+    """The user with `size` memories in this database, loading them if needed.
+    `deduplicated`: a store as the store stage leaves it, no sentence a duplicate of
+    another by dedup's rule (bench.deduplicated), in a user of its own."""
+    user_id = user_id_for(size, deduplicated=deduplicated)
     if memory_count(url, user_id) == size:
         return user_id
     embedder = get_embedder(load_settings())
@@ -413,7 +429,12 @@ def ensure_user(url: str, size: int, *, log: Any = print) -> str:
         ):
             session.execute(delete(table).where(table.user_id == user_id))
         refs.allocate(session, user_id, size)  # memories take refs 1..size
-    for batch in _batches(_memory_rows(user_id, size, seed=size), 5000):
+    rows = (
+        (dict(row) for row in _deduplicated_rows(user_id, size))
+        if deduplicated
+        else _memory_rows(user_id, size, seed=size)
+    )
+    for batch in _batches(rows, 5000):
         vectors = embedder.embed([row["content"] for row in batch])
         for row, vector in zip(batch, vectors, strict=True):
             row["keywords"] = sorted(keywords(row["content"]))
