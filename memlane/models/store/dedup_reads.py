@@ -5,20 +5,24 @@ and checked exactly before their records are built.
 Three round trips whatever the store's size: the new keywords' frequencies in the user's
 store; the keywords of the memories the probes find (each probe's postings grouped in the
 index, nothing read of a memory that shares too few of its keywords); the whole rows of
-those that may match.
+those that may match (none, most often). The first two are sent as SQL text on the
+session's own DB-API connection (its transaction): they run on every store job, and
+through the ORM each cost ~0.5 ms of Python on top of their work (bench/README.md).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import closing
+from typing import Any
 
-from sqlalchemy import Select, Text, cast, func, select, type_coerce, union
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from memlane.models.store import keyword_index
 from memlane.models.store.user_items import keywords_of, memory_record, record_columns
-from memlane.models.tables import MemoryKeyword, MemoryRow
+from memlane.models.tables import MemoryRow
 from memlane.pipeline.prefix_filter import Probe, could_match, probes
 from memlane.pipeline.records import MemoryRecord
 
@@ -37,17 +41,14 @@ def candidates(
     sets = [s for s in keyword_sets if s]
     if not sets:
         return []
-    frequency, total = keyword_index.frequencies(session, user_id, set().union(*sets))
+    sql = _Sql(session)
+    wanted = sorted({keyword_index.posting(w) for w in set().union(*sets)} | {keyword_index.TOTAL})
+    frequency = dict(sql.rows(*sql.frequencies(user_id, wanted)))
+    total = frequency.pop(keyword_index.TOTAL, 0)
     made = probes(sets, frequency, threshold=threshold, total=total)
-    found = union(*(_probe(user_id, p) for p in made))
     # The keywords alone first (a memory the probes find is most often no match), then
     # the whole rows of those that may match.
-    light = session.execute(
-        select(MemoryRow.id, type_coerce(cast(MemoryRow.keywords, Text), Text)).where(
-            MemoryRow.id.in_(select(found.subquery().c.memory_id)),
-            MemoryRow.status.in_(("active", "deleted")),
-        )
-    ).all()
+    light = sql.rows(*sql.found(user_id, made))
     parsed = json.loads("[" + ",".join(words or "[]" for _, words in light) + "]")
     kept = sorted(
         memory_id
@@ -62,13 +63,61 @@ def candidates(
     return [memory_record(row, words) for row, words in zip(rows, keywords_of(rows), strict=True)]
 
 
-def _probe(user_id: str, probe: Probe) -> Select[str]:
-    words = sorted({keyword_index.posting(w) for w in probe.words})
-    postings = select(MemoryKeyword.memory_id).where(
-        MemoryKeyword.user_id == user_id, MemoryKeyword.keyword.in_(words)
-    )
-    # Two words of over 100 characters may share one posting: it counts for both.
-    at_least = probe.at_least - (len(probe.words) - len(words))
-    if at_least <= 1:
-        return postings
-    return postings.group_by(MemoryKeyword.memory_id).having(func.count() >= at_least)
+class _Sql:
+    """The two index reads as SQL text for the session's driver: psycopg (`%(name)s`,
+    a word list as one array parameter, so a statement's text depends only on how many
+    probes it has and psycopg prepares it) or sqlite3 (`:name`, IN lists)."""
+
+    def __init__(self, session: Session) -> None:
+        self.connection: Any = session.connection().connection.driver_connection
+        self.postgres = session.get_bind().dialect.name == "postgresql"
+
+    def rows(self, text: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        with closing(self.connection.cursor()) as cursor:
+            cursor.execute(text, params)
+            return list(cursor.fetchall())
+
+    def _param(self, name: str) -> str:
+        return f"%({name})s" if self.postgres else f":{name}"
+
+    def _any_of(self, name: str, words: Sequence[str], params: dict[str, Any]) -> str:
+        """`keyword` is one of `words`, the words put in `params`."""
+        if self.postgres:
+            params[name] = list(words)
+            return f"keyword = ANY({self._param(name)})"
+        for i, word in enumerate(words):
+            params[f"{name}_{i}"] = word
+        return f"keyword IN ({', '.join(self._param(f'{name}_{i}') for i in range(len(words)))})"
+
+    def frequencies(self, user_id: str, words: Sequence[str]) -> tuple[str, dict[str, Any]]:
+        """How many of the user's memories hold each word (absent: none)."""
+        params: dict[str, Any] = {"user_id": user_id}
+        text = (
+            "SELECT keyword, memories FROM memory_keyword_counts"
+            f" WHERE user_id = {self._param('user_id')} AND {self._any_of('w', words, params)}"
+        )
+        return text, params
+
+    def found(self, user_id: str, made: Sequence[Probe]) -> tuple[str, dict[str, Any]]:
+        """The id and keywords (JSON text) of every active or forgotten memory a probe
+        finds."""
+        params: dict[str, Any] = {"user_id": user_id}
+        parts = []
+        for i, probe in enumerate(made):
+            words = sorted({keyword_index.posting(w) for w in probe.words})
+            part = (
+                "SELECT memory_id FROM memory_keywords WHERE user_id = "
+                f"{self._param('user_id')} AND {self._any_of(f'w{i}', words, params)}"
+            )
+            # Two words of over 100 characters may share one posting: it counts for both.
+            at_least = probe.at_least - (len(probe.words) - len(words))
+            if at_least > 1:
+                params[f"n{i}"] = at_least
+                part += f" GROUP BY memory_id HAVING count(*) >= {self._param(f'n{i}')}"
+            parts.append(part)
+        keywords = "CAST(keywords AS TEXT)" if self.postgres else "keywords"
+        text = (
+            f"SELECT id, {keywords} FROM memories WHERE id IN ({' UNION '.join(parts)})"
+            " AND status IN ('active', 'deleted')"
+        )
+        return text, params

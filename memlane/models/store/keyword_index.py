@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -69,16 +69,3 @@ def unindex(session: Session, user_id: str, memory_id: str) -> None:
         update(MemoryKeywordCount).where(*mine).values(memories=MemoryKeywordCount.memories - 1)
     )
     session.execute(delete(MemoryKeywordCount).where(*mine, MemoryKeywordCount.memories <= 0))
-
-
-def frequencies(session: Session, user_id: str, words: Iterable[str]) -> tuple[dict[str, int], int]:
-    """How many of the user's memories hold each of the words (absent: none), and how
-    many memories the index holds."""
-    wanted = sorted({posting(w) for w in words} | {TOTAL})
-    rows = session.execute(
-        select(MemoryKeywordCount.keyword, MemoryKeywordCount.memories).where(
-            MemoryKeywordCount.user_id == user_id, MemoryKeywordCount.keyword.in_(wanted)
-        )
-    )
-    found = {keyword: count for keyword, count in rows}
-    return found, found.pop(TOTAL, 0)
