@@ -17,6 +17,7 @@ loaded with that many memories is reused, a partial one is reloaded.
 from __future__ import annotations
 
 import io
+import math
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from memlane.pipeline.records import ExtractedEpisode
 from memlane.workers.embedders import Embedder, get_embedder
 
 VERSION = 1
+DEDUP_VERSION = 2  # the deduplicated store, its vocabulary growing with it
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PINNED, VERIFIED = 3, 20
 
@@ -284,9 +286,10 @@ class Vocabulary:
     tail_weights: list[float]
 
 
-def vocabulary(seed: int = 7) -> Vocabulary:
+@cache
+def vocabulary(seed: int = 7, tail_size: int = 5000) -> Vocabulary:
     rng = random.Random(seed)
-    words = _pseudo_words(rng, 6000)
+    words = _pseudo_words(rng, 1000 + tail_size)
     rng.shuffle(words)
     tail = words[1000:]
     # Zipf-Mandelbrot (1 / (rank + 20)): a few tail words are common (the most common in
@@ -329,11 +332,16 @@ def sentence(rng: random.Random, vocab: Vocabulary, category: str) -> str:
 
 
 def _memory_rows(
-    user_id: str, n: int, *, seed: int, keep: Callable[[str], bool] | None = None
+    user_id: str,
+    n: int,
+    *,
+    seed: int,
+    keep: Callable[[str], bool] | None = None,
+    vocab: Vocabulary | None = None,
 ) -> Iterator[dict[str, Any]]:
     """`keep`: whether a drawn sentence may be stored (others are drawn again)."""
     rng = random.Random(seed)
-    vocab = vocabulary()
+    vocab = vocab or vocabulary()
     categories = ("preference", "fact", "decision", "project")
     special = {i: "pinned" for i in range(PINNED)}
     special |= {PINNED + i: "verified" for i in range(min(VERIFIED, n // 100))}
@@ -394,11 +402,21 @@ def _batches(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[st
 def _deduplicated_rows(user_id: str, size: int) -> tuple[dict[str, Any], ...]:
     """Drawn once per process (~4 min of CPU at 100k), for both backends."""
     keep = deduplicated_filter().keep
-    return tuple(_memory_rows(user_id, size, seed=size, keep=keep))
+    vocab = growing_vocabulary(size)
+    return tuple(_memory_rows(user_id, size, seed=size, keep=keep, vocab=vocab))
+
+
+def growing_vocabulary(size: int) -> Vocabulary:
+    """The vocabulary of a store of `size` memories whose tail grows as real text's does
+    (Heaps' law, V ≈ K·√tokens with K = 30, ~17 tokens a memory; at least the fixed
+    5,000 words): ~12,000 tail words at 10k, ~39,000 at 100k. With the fixed tail, the
+    rarest of 5,000 words is in ~40 of 100k memories and the median one in hundreds,
+    where a real store's rare words (names, projects, places) stay rare."""
+    return vocabulary(tail_size=max(5000, round(30 * math.sqrt(17 * size))))
 
 
 def user_id_for(size: int, *, deduplicated: bool = False) -> str:
-    return f"bench-v{VERSION}{'-dedup' if deduplicated else ''}-{size}"
+    return f"bench-v{DEDUP_VERSION}-dedup-{size}" if deduplicated else f"bench-v{VERSION}-{size}"
 
 
 def memory_count(url: str, user_id: str) -> int:
@@ -412,7 +430,8 @@ def memory_count(url: str, user_id: str) -> int:
 def ensure_user(url: str, size: int, *, log: Any = print, deduplicated: bool = False) -> str:
     """The user with `size` memories in this database, loading them if needed.
     `deduplicated`: a store as the store stage leaves it, no sentence a duplicate of
-    another by dedup's rule (bench.deduplicated), in a user of its own."""
+    another by dedup's rule (bench.deduplicated) and its vocabulary growing with it
+    (`growing_vocabulary`), in a user of its own."""
     user_id = user_id_for(size, deduplicated=deduplicated)
     if memory_count(url, user_id) == size:
         return user_id
@@ -604,11 +623,11 @@ def queries(count: int, *, seed: int = 11) -> list[str]:
     ]
 
 
-def new_memory_texts(count: int, *, seed: int = 13) -> list[str]:
+def new_memory_texts(count: int, *, seed: int = 13, vocab: Vocabulary | None = None) -> list[str]:
     """Memories as an extractor would propose them: same generator, another seed (some are
     near-duplicates of stored ones by construction, most are new)."""
     rng = random.Random(seed)
-    vocab = vocabulary()
+    vocab = vocab or vocabulary()
     categories = ("preference", "fact", "decision", "project")
     return [sentence(rng, vocab, rng.choice(categories)) for _ in range(count)]
 
