@@ -2,8 +2,9 @@
 
 The lookup is simulated here exactly as the store runs it (tests/integration/
 test_dedup_lookup.py checks the SQL against the same simulation): the probes' postings,
-the memories found `at_least` times, then `could_match`. The exhaustive answer compares
-every stored memory with every new one by the rules themselves (similarity.py).
+the memories found `at_least` times, then `Matcher` (which answers as `could_match`,
+tested below). The exhaustive answer compares every stored memory with every new one by
+the rules themselves (similarity.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from memlane.pipeline.dedup import Sighting, plan
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.prefix_filter import (
+    Matcher,
     could_match,
     length_fits,
     matches,
@@ -40,12 +42,13 @@ def found_by_lookup(
     total: int = 0,
 ) -> list[MemoryRecord]:
     made = probes([s for s in new if s], frequency, threshold=T, total=total)
+    may_match = Matcher(new, threshold=T)
     return [
         m
         for m in store
         if m.status in ("active", "deleted")
         and any(matches(p, m.keywords) for p in made)
-        and any(could_match(s, m.keywords, threshold=T) for s in new if s)
+        and may_match(m.keywords)
     ]
 
 
@@ -91,6 +94,8 @@ def sighting(content: str) -> Sighting:
 # polarity words that are no topic, and a long tail; drawn with skewed weights.
 _COMMON = ["java", "java", "java", "project", "project", "team"]
 _TAIL = [f"w{i}" for i in range(30)]
+# Keywords as stored, polarity stems among them (the matcher's topic side).
+_KEYWORDS = ["java", "project", "team", "like", "dislik", "prefer", "alway", *_TAIL[:8]]
 _POLAR = ["likes", "dislikes", "prefers", "always uses", "never uses", "does not use", "uses"]
 
 
@@ -113,6 +118,18 @@ def store_strategy(draw: st.DrawFn) -> list[MemoryRecord]:
     texts = draw(st.lists(statement(), max_size=40))
     statuses: list[MemoryStatus] = ["active", "active", "active", "deleted", "superseded"]
     return [record(i, text, draw(st.sampled_from(statuses))) for i, text in enumerate(texts)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.frozensets(st.sampled_from(_KEYWORDS), max_size=8), max_size=4),
+    st.frozensets(st.sampled_from(_KEYWORDS), max_size=10),
+)
+def test_the_matcher_answers_as_could_match(
+    new: list[frozenset[str]], stored: frozenset[str]
+) -> None:
+    expected = any(could_match(s, stored, threshold=T) for s in new if s)
+    assert Matcher(new, threshold=T)(stored) == expected
 
 
 def store_frequency(store: list[MemoryRecord]) -> dict[str, int]:

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from memlane.models.store import keyword_index
 from memlane.models.store.user_items import keywords_of, memory_record, record_columns
 from memlane.models.tables import MemoryRow
-from memlane.pipeline.prefix_filter import Probe, could_match, probes
+from memlane.pipeline.prefix_filter import Matcher, Probe, probes
 from memlane.pipeline.records import MemoryRecord
 
 
@@ -50,10 +50,11 @@ def candidates(
     # the whole rows of those that may match.
     light = sql.rows(*sql.found(user_id, made))
     parsed = json.loads("[" + ",".join(words or "[]" for _, words in light) + "]")
+    may_match = Matcher(sets, threshold=threshold)
     kept = sorted(
         memory_id
         for (memory_id, _), words in zip(light, parsed, strict=True)
-        if any(could_match(new, frozenset(words), threshold=threshold) for new in sets)
+        if may_match(frozenset(words))
     )
     if not kept:
         return []
