@@ -17,7 +17,8 @@ pytestmark = pytest.mark.timeout(300)
 
 EXPECTED_FIELDS = {
     "assemble": {"backend", "memories", "strategy", "p50_ms", "p99_ms", "floor_p50_ms"},
-    "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean"},
+    "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean", "uow_p50_ms"},
+    "enqueue_api": {"n", "p50_ms", "p99_ms", "api_cpu_ms"},
     "fidelity": {"read", "memories", "considered_mean", "fidelity"},
     "tokens": {"part"},
     "working_set": {"backend", "memories", "measure", "p50_ms", "p99_ms"},
