@@ -5,16 +5,15 @@ and checked exactly before their records are built.
 Three round trips whatever the store's size: the new keywords' frequencies in the user's
 store; the keywords of the memories the probes find (each probe's postings grouped in the
 index, nothing read of a memory that shares too few of its keywords); the whole rows of
-those that may match (none, most often). The first two are sent as SQL text on the
-session's own DB-API connection (its transaction): they run on every store job, and
-through the ORM each cost ~0.5 ms of Python on top of their work (bench/README.md).
+those that may match (none, most often). The first two are sent as SQL text for the
+driver (`exec_driver_sql`, in the session's transaction): they run on every store job,
+and compiled from ORM statements each cost ~0.5 ms more of Python (bench/README.md).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from contextlib import closing
 from typing import Any
 
 from sqlalchemy import select
@@ -70,13 +69,12 @@ class _Sql:
     probes it has and psycopg prepares it) or sqlite3 (`:name`, IN lists)."""
 
     def __init__(self, session: Session) -> None:
-        self.connection: Any = session.connection().connection.driver_connection
-        self.postgres = session.get_bind().dialect.name == "postgresql"
+        self.connection = session.connection()
+        self.postgres = self.connection.dialect.name == "postgresql"
 
     def rows(self, text: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        with closing(self.connection.cursor()) as cursor:
-            cursor.execute(text, params)
-            return list(cursor.fetchall())
+        # exec_driver_sql: no compiling, but SQLAlchemy's events and logging still see it
+        return [tuple(row) for row in self.connection.exec_driver_sql(text, params)]
 
     def _param(self, name: str) -> str:
         return f"%({name})s" if self.postgres else f":{name}"
