@@ -17,6 +17,7 @@ loaded with that many memories is reused, a partial one is reloaded.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import random
 from collections.abc import Callable, Iterator
@@ -284,6 +285,8 @@ class Vocabulary:
     projects: list[str]
     tail: list[str]
     tail_weights: list[float]
+    # Summed once: random.choices sums `weights` on every call (the same draws either way).
+    tail_cum_weights: list[float]
 
 
 @cache
@@ -301,6 +304,7 @@ def vocabulary(seed: int = 7, tail_size: int = 5000) -> Vocabulary:
         projects=[w for w in words[500:1000]],
         tail=tail,
         tail_weights=weights,
+        tail_cum_weights=list(itertools.accumulate(weights)),
     )
 
 
@@ -327,7 +331,7 @@ def sentence(rng: random.Random, vocab: Vocabulary, category: str) -> str:
         extra = rng.randint(60, 120)  # the occasional pasted paragraph
     if not extra:
         return base
-    tail = rng.choices(vocab.tail, weights=vocab.tail_weights, k=extra)
+    tail = rng.choices(vocab.tail, cum_weights=vocab.tail_cum_weights, k=extra)
     return f"{base[:-1]}, {' '.join(tail)}."
 
 
