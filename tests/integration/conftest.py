@@ -13,6 +13,8 @@ import redis
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
+from memlane.config.settings import load_settings
+from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.store import vector_index
@@ -101,3 +103,10 @@ def redis_url() -> Iterator[str]:
     client.flushdb()
     yield REDIS_URL
     client.flushdb()
+
+
+@pytest.fixture
+def lane(db_url: str) -> Iterator[Memlane]:
+    """A facade on the test database (modules needing other settings define their own)."""
+    with Memlane(load_settings(database_url=db_url)) as lane:
+        yield lane

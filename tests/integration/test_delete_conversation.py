@@ -5,25 +5,17 @@ backends; facade, API and CLI."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from memlane.api import create_app
-from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.pipeline.errors import NotFoundError
 from memlane.pipeline.records import MemoryStatus
 from tests.integration.test_cli import cli
 from tests.integration.test_erase_user import hits
-
-
-@pytest.fixture
-def lane(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url)) as lane:
-        yield lane
 
 
 def say(lane: Memlane, conversation: str, *texts: str, user: str = "u1") -> None:

@@ -4,7 +4,6 @@ working set of another process drops it too). Both backends, facade, CLI and HTT
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -18,12 +17,6 @@ from memlane.models.db import get_engine
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.errors import ConflictError, NotFoundError
 from tests.integration.test_cli import cli
-
-
-@pytest.fixture
-def lane(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url)) as lane:
-        yield lane
 
 
 def say(lane: Memlane, conversation: str, text: str) -> None:

@@ -16,7 +16,6 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
 from memlane.api import create_app
-from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.models.db import get_engine
 from memlane.models.tables import Message
@@ -24,12 +23,6 @@ from memlane.pipeline.errors import ConflictError, InvalidInputError, Transcript
 from tests.integration.test_cli import cli
 
 NUL, SURROGATE = "\x00", "\ud800"
-
-
-@pytest.fixture
-def lane(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url)) as lane:
-        yield lane
 
 
 @pytest.fixture

@@ -4,23 +4,15 @@ from the next context of a warm working set, another user's untouched. Both back
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from memlane.api import create_app
-from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.pipeline.errors import NotFoundError
 from tests.integration.test_cli import cli
-
-
-@pytest.fixture
-def lane(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url)) as lane:
-        yield lane
 
 
 def test_the_facade_deletes_a_soul_block_and_a_procedure(lane: Memlane, now: datetime) -> None:

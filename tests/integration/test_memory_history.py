@@ -6,7 +6,6 @@ backends; the facade here, the API and CLI at the end."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,27 +21,7 @@ from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError
 from memlane.pipeline.keywords import keywords
 from tests.integration.test_cli import cli
-
-
-@pytest.fixture
-def lane(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url)) as lane:
-        yield lane
-
-
-def say(lane: Memlane, conversation: str, text: str) -> None:
-    lane.enqueue(
-        {
-            "conversation_id": conversation,
-            "user_id": "u1",
-            "messages": [
-                {"role": "user", "content": text},
-                {"role": "assistant", "content": "Ok."},
-            ],
-            "final": True,
-        }
-    )
-    lane.flush()
+from tests.integration.test_forgetting import say
 
 
 def kinds(lane: Memlane, memory_id: str) -> list[tuple[str, str]]:

@@ -5,14 +5,10 @@ secret. Both backends, through the real pipeline (the offline extractor)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from memlane.api import create_app
-from memlane.config.settings import load_settings
 from memlane.facade import Memlane
 from memlane.models.db import get_engine
 from memlane.models.tables import MemoryFingerprint, UserSecret
@@ -20,12 +16,6 @@ from memlane.pipeline.keywords import keywords
 from tests.integration.test_cli import cli
 
 FACT = "I prefer jasmine tea with honey every morning."
-
-
-@pytest.fixture
-def lane(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url)) as lane:
-        yield lane
 
 
 def say(lane: Memlane, conversation: str, *texts: str) -> str:
