@@ -12,24 +12,45 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import OperationalError
 
 from memlane.config.logging import ASSEMBLY_LOGGER
 from memlane.models.db import unit_of_work
-from memlane.models.store import context_items
+from memlane.models.store import context_items, erasures
 from memlane.pipeline.assembly_types import PackData, pack_json
 
 log = logging.getLogger("memlane.packs")
 assembly_log = logging.getLogger(ASSEMBLY_LOGGER)
 
 _Flush = threading.Event
+PackRow = tuple[str, str, datetime, str]  # pack id, user id, assembled at, body (JSON text)
+
+# Packs the database refused (an outage) are saved again every RETRY_S, for at most
+# RETRY_WINDOW after they were assembled: well inside the erasure fence
+# (models/store/erasures.py), so a pack that waited never outlives its user's erasure.
+RETRY_S = 1.0
+RETRY_WINDOW = erasures.FENCE / 2
+MAX_UNSAVED = 10_000
+
+
+def packs_to_retry(
+    rows: Sequence[PackRow], *, now: datetime, window: timedelta, limit: int
+) -> tuple[list[PackRow], int]:
+    """The packs still worth saving again: assembled within `window` before `now`, the
+    newest `limit` of them; and how many are given up."""
+    fresh = [row for row in rows if now - row[2] <= window]
+    kept = sorted(fresh, key=lambda row: row[2])[-limit:] if limit > 0 else []
+    return kept, len(rows) - len(kept)
 
 
 class PackWriter:
-    """Serialises, logs and saves the packs handed to `submit`, in batches."""
+    """Serialises, logs and saves the packs handed to `submit`, in batches. Packs the
+    database refuses (while it is unavailable) are kept and saved again every RETRY_S,
+    within RETRY_WINDOW and MAX_UNSAVED; others that fail are logged and dropped."""
 
     def __init__(self, url: str, *, batch: int = 100, linger_s: float = 0.05) -> None:
         self._url = url
@@ -40,6 +61,7 @@ class PackWriter:
         # is shared).
         self._linger_s = linger_s
         self._queue: queue.Queue[PackData | _Flush | None] = queue.Queue(maxsize=10_000)
+        self._unsaved: list[PackRow] = []  # refused by an unavailable database; only _run
         self._thread = threading.Thread(target=self._run, name="memlane-packs", daemon=True)
         self._thread.start()
 
@@ -67,7 +89,12 @@ class PackWriter:
     def _run(self) -> None:
         stop = False
         while not stop:
-            items: list[PackData | _Flush | None] = [self._queue.get()]
+            try:
+                first = self._queue.get(timeout=RETRY_S if self._unsaved else None)
+            except queue.Empty:
+                self._save([])
+                continue
+            items: list[PackData | _Flush | None] = [first]
             deadline = time.monotonic() + self._linger_s
             # a flush or close ends the wait: what is asked for is written at once
             while len(items) < self._batch and isinstance(items[-1], dict):
@@ -76,7 +103,7 @@ class PackWriter:
                 except queue.Empty:
                     break
             packs = [i for i in items if isinstance(i, dict)]
-            if packs:
+            if packs or self._unsaved:
                 self._write(packs)
             for i in items:
                 if i is None:
@@ -86,26 +113,56 @@ class PackWriter:
 
     def _write(self, packs: list[PackData]) -> None:
         try:
-            bodies = [pack_json(pack) for pack in packs]
-            if assembly_log.isEnabledFor(logging.DEBUG):  # the whole pack, query included
-                for body in bodies:
-                    assembly_log.debug(json.dumps(body, sort_keys=True, separators=(",", ":")))
-            elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
-                for body in bodies:
-                    assembly_log.info(json.dumps(pack_summary(body), separators=(",", ":")))
-            # orjson: a tenth of json's time for a pack (bench/README.md)
-            texts = [orjson.dumps(body, default=_plain).decode() for body in bodies]
-            with unit_of_work(self._url) as session:
-                context_items.save_packs(
-                    session,
-                    [
-                        (pack["pack_id"], pack["user_id"], pack["assembled_at"], text)
-                        for pack, text in zip(packs, texts, strict=True)
-                    ],
-                    now=datetime.now(UTC),
-                )
+            self._save(self._serialise(packs))
         except Exception:
             log.exception("could not save %d context packs", len(packs))
+
+    def _serialise(self, packs: list[PackData]) -> list[PackRow]:
+        """Each pack's row, its body logged on the way."""
+        bodies = [pack_json(pack) for pack in packs]
+        if assembly_log.isEnabledFor(logging.DEBUG):  # the whole pack, query included
+            for body in bodies:
+                assembly_log.debug(json.dumps(body, sort_keys=True, separators=(",", ":")))
+        elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
+            for body in bodies:
+                assembly_log.info(json.dumps(pack_summary(body), separators=(",", ":")))
+        # orjson: a tenth of json's time for a pack (bench/README.md)
+        return [
+            (pack["pack_id"], pack["user_id"], pack["assembled_at"], text)
+            for pack, text in zip(
+                packs, (orjson.dumps(body, default=_plain).decode() for body in bodies), strict=True
+            )
+        ]
+
+    def _save(self, rows: list[PackRow]) -> None:
+        now = datetime.now(UTC)
+        retrying = bool(self._unsaved)
+        if retrying:
+            rows, given_up = packs_to_retry(
+                self._unsaved + rows, now=now, window=RETRY_WINDOW, limit=MAX_UNSAVED
+            )
+            self._unsaved = []
+            if given_up:
+                log.warning("%d context packs waited too long to be saved; dropped", given_up)
+        if not rows:
+            return
+        try:
+            with unit_of_work(self._url) as session:
+                context_items.save_packs(session, rows, now=now)
+        except OperationalError as exc:
+            # Saving is idempotent (a pack id is one row), so a retry after a commit whose
+            # answer was lost stores nothing twice.
+            self._unsaved = rows
+            # once an outage, not once a retry
+            log.log(
+                logging.DEBUG if retrying else logging.WARNING,
+                "database unavailable; %d context packs kept to save again (%s)",
+                len(rows),
+                type(exc.orig).__name__ if exc.orig is not None else "OperationalError",
+            )
+        else:
+            if retrying:
+                log.info("saved %d context packs after a database outage", len(rows))
 
 
 def _plain(value: Any) -> Any:

@@ -5,6 +5,7 @@ process left queued; `jobs retry` takes a queued job untouched past the deadline
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -20,9 +21,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 
 from memlane.api import create_app
+from memlane.background import PackWriter
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from memlane.pipeline.errors import BrokerUnavailableError, MemlaneError
+from memlane.pipeline.assembly_types import pack_json
+from memlane.pipeline.errors import BrokerUnavailableError, MemlaneError, NotFoundError
 from tests.integration.conftest import PG_ADMIN_URL
 from tests.integration.fleet import WorkerProcess, fleet_env, job_statuses, wait_for_jobs
 
@@ -163,3 +166,29 @@ def test_a_database_that_goes_away_is_a_503_and_comes_back_without_a_restart(pg:
                     assert answer.json()["error"]["code"] in ("database_unavailable", "not_ready")
             answer = client.post("/v1/context", json=ask)
             assert answer.status_code == 200 and "green tea" in answer.json()["context"]
+
+
+def test_packs_assembled_while_the_database_is_away_are_saved_once_it_is_back(
+    pg: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Memlane(load_settings(database_url=pg)) as lane:
+        lane.add_memory("u1", {"content": "Likes green tea in the morning."})
+        result = lane.assemble("u1", "tea")
+        lane.flush()
+        writer = PackWriter(pg)
+        try:
+            with database_refused(pg), caplog.at_level(logging.WARNING, "memlane.packs"):
+                writer.submit({**result.pack_data, "pack_id": "kept"})
+                writer.flush()
+                assert "1 context packs kept to save again" in caplog.text
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    stored = lane.pack("kept")
+                    break
+                except NotFoundError:
+                    assert time.monotonic() < deadline, "the pack was not saved after the outage"
+                    time.sleep(0.2)
+        finally:
+            writer.close()
+    assert stored == {**pack_json(result.pack_data), "pack_id": "kept"}

@@ -1,4 +1,5 @@
-"""Access records coalesced off the request path (memlane.background.AccessRecorder)."""
+"""Access records coalesced off the request path (memlane.background.AccessRecorder), and
+which packs refused by an unavailable database are saved again (packs_to_retry)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memlane.background import AccessRecorder
+from memlane.background import AccessRecorder, PackRow, packs_to_retry
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 T1 = T0 + timedelta(seconds=1)
@@ -86,3 +87,25 @@ def test_overload_leaves_ids_out_and_says_so(caplog: pytest.LogCaptureFixture) -
     assert published.calls == [{"a": T1, "b": T0}]
     assert "2 memory ids were left out" in caplog.text
     accesses.close()
+
+
+def pack(name: str, assembled_at: datetime) -> PackRow:
+    return (name, "u1", assembled_at, "{}")
+
+
+def test_packs_older_than_the_window_are_given_up_and_counted() -> None:
+    now = T0 + timedelta(minutes=10)
+    rows = [pack("old", T0), pack("edge", now - timedelta(minutes=5)), pack("new", now)]
+    kept, given_up = packs_to_retry(rows, now=now, window=timedelta(minutes=5), limit=10)
+    assert [row[0] for row in kept] == ["edge", "new"]
+    assert given_up == 1
+
+
+def test_past_the_limit_the_newest_packs_are_kept() -> None:
+    rows = [pack(f"p{n}", T0 + timedelta(seconds=n)) for n in (3, 1, 4, 2)]
+    kept, given_up = packs_to_retry(
+        rows, now=T1 + timedelta(seconds=5), window=timedelta(minutes=5), limit=2
+    )
+    assert [row[0] for row in kept] == ["p3", "p4"]
+    assert given_up == 2
+    assert packs_to_retry(rows, now=T1, window=timedelta(minutes=5), limit=0) == ([], 4)

@@ -20,8 +20,9 @@ from sqlalchemy.orm import Session
 
 from memlane.models.tables import Erasure
 
-# Far longer than a pack waits in a writer's queue (saves that fail are dropped, never
-# retried later), short enough that the hash does not stay.
+# Far longer than a pack waits in a writer's queue, twice as long as a pack refused by an
+# unavailable database is saved again (memlane.background.RETRY_WINDOW), short enough
+# that the hash does not stay.
 FENCE = timedelta(minutes=10)
 
 
