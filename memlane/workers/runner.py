@@ -18,6 +18,7 @@ from typing import Literal
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
 from memlane.models.store import (
+    changes,
     context_items,
     conversations,
     dedup_reads,
@@ -175,11 +176,10 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         now = utcnow()
         with unit_of_work(url) as session:
             memories.user_lock(session, user_id)
-            current = session.get(Job, job_id)
+            current = jobs.running_stage(session, job_id)
             if current is None:
                 return StageOutcome("skipped", detail=GONE)
-            job = current
-            if job.status != "running" or job.stage != "store":
+            if current != ("running", "store"):
                 return StageOutcome("skipped", detail="another worker finished this stage")
             known = dedup_reads.candidates(
                 session,
@@ -209,6 +209,9 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 threshold=settings.dedup_threshold,
                 min_keywords=settings.dedup_min_keywords,
             )
+            # the memories' refs, the episode's after them, and the change number: one
+            # statement on the user's counter row
+            first_ref, _ = changes.stamp_with_refs(session, user_id, len(plan.inserts) + 1)
             memories.apply_plan(
                 session,
                 plan,
@@ -219,6 +222,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 embedding_model=embedder.name,
                 now=now,
                 stated_at=stated_at,
+                first_ref=first_ref,
             )
             memories.promote_to_verified(
                 session,
@@ -238,9 +242,10 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                 created_at=min(now, stated_at.get(window_end, now)),
                 embedding=episode_vector,
                 embedding_model=embedder.name,
+                ref=first_ref + len(plan.inserts),
             )
-            job.suppressed = len(kept_out) + sum(len(f.sighting_indices) for f in plan.forgotten)
-            jobs.done(session, job, now=now)
+            suppressed = len(kept_out) + sum(len(f.sighting_indices) for f in plan.forgotten)
+            jobs.done(session, job_id, now=now, suppressed=suppressed)
     except TransientProviderError as exc:  # the embedding API
         return _retry_or_fail(
             settings, job_id, exc, attempts, settings.llm_max_retries + 1, exc.retry_after

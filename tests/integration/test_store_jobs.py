@@ -86,7 +86,7 @@ def test_stage_handover_done_and_redelivery_is_a_no_op(db_url: str, now: datetim
         assert jobs.claim(s, job_id, stage="extract", now=now, stale_after=STALE) is None
         job = jobs.claim(s, job_id, stage="store", now=now, stale_after=STALE)
         assert job is not None and job.extraction == {"memories": []}
-        jobs.done(s, job, now=now)
+        jobs.done(s, job.id, now=now)
     with unit_of_work(db_url) as s:
         assert jobs.claim(s, job_id, stage="store", now=now, stale_after=STALE) is None
         public = jobs.to_public(jobs.load(s, job_id))

@@ -63,6 +63,28 @@ def stamp(session: Session, user_id: str) -> int:
     return number
 
 
+def stamp_with_refs(session: Session, user_id: str, refs: int) -> tuple[int, int]:
+    """`stamp` and store/refs.py's `allocate(refs)` in one statement (the store stage
+    takes both on the same counter row): (the first of the new refs, the change number).
+    Only for a transaction that has no number yet."""
+    stamps: dict[str, int] = session.info.setdefault(_STAMPS, {})
+    if user_id in stamps or refs < 1:
+        raise ValueError(f"a change number is taken once per transaction, refs ≥ 1: {refs}")
+    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    statement = (
+        insert(UserState)
+        .values(user_id=user_id, next_ref=1 + refs, version=1)
+        .on_conflict_do_update(
+            index_elements=["user_id"],
+            set_={"next_ref": UserState.next_ref + refs, "version": UserState.version + 1},
+        )
+        .returning(UserState.next_ref, UserState.version)
+    )
+    next_ref, number = session.execute(statement).one()
+    stamps[user_id] = int(number)
+    return int(next_ref) - refs, int(number)
+
+
 def removed(session: Session, user_id: str, item_id: str) -> None:
     """Record that the user's item `item_id` was deleted outright."""
     number = stamp(session, user_id)

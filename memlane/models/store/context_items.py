@@ -66,12 +66,16 @@ def save_episode(
     created_at: datetime,
     embedding: Sequence[float] | None = None,
     embedding_model: str | None = None,
+    ref: int | None = None,
 ) -> str:
     """One episode per job (unique job_id), so a repeated store stage adds none.
-    `created_at`: when the last message it summarises was said."""
+    `created_at`: when the last message it summarises was said; `ref`: one the caller
+    allocated (store/refs.py) for it, taken whether or not the episode was new."""
     episode_id = "ep_" + uuid.uuid5(uuid.NAMESPACE_URL, f"memlane:episode:{job_id}").hex[:24]
-    if session.get(EpisodeRow, episode_id) is not None:
-        return episode_id
+    if ref is None:
+        if session.get(EpisodeRow, episode_id) is not None:
+            return episode_id
+        ref = refs.allocate(session, user_id)
     vector = list(embedding) if embedding is not None else None
     session.execute(
         _insert(session)(EpisodeRow)
@@ -84,7 +88,7 @@ def save_episode(
             topics=list(episode.topics),
             outcome=episode.outcome,
             created_at=created_at,
-            ref=refs.allocate(session, user_id),
+            ref=ref,
             change_seq=changes.stamp(session, user_id),
             embedding=vector,
             embedding_model=embedding_model if vector is not None else None,

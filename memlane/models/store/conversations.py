@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import insert, select
+from sqlalchemy import Table, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -15,6 +16,8 @@ from memlane.models.schemas import TranscriptIn
 from memlane.models.tables import Conversation, Message
 from memlane.pipeline.errors import TranscriptError
 from memlane.pipeline.records import StoredMessage
+
+_MESSAGES = cast(Table, Message.__table__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,25 +173,22 @@ def assistant_seqs(session: Session, conversation_id: str) -> list[int]:
 def messages_between(
     session: Session, conversation_id: str, start_seq: int, end_seq: int
 ) -> list[StoredMessage]:
-    rows = session.scalars(
-        select(Message)
+    m = _MESSAGES.c
+    rows = session.execute(
+        select(m.seq, m.role, m.content, m.created_at)
         .where(
-            Message.conversation_id == conversation_id,
-            Message.seq >= start_seq,
-            Message.seq <= end_seq,
-            Message.purged_at.is_(None),  # retention took its text
+            m.conversation_id == conversation_id,
+            m.seq >= start_seq,
+            m.seq <= end_seq,
+            m.purged_at.is_(None),  # retention took its text
         )
-        .order_by(Message.seq)
+        .order_by(m.seq)
     )
     return [
         StoredMessage(
-            conversation_id=row.conversation_id,
-            seq=row.seq,
-            role=row.role,  # type: ignore[arg-type]
-            content=row.content,
-            created_at=row.created_at,
+            conversation_id=conversation_id, seq=seq, role=role, content=content, created_at=at
         )
-        for row in rows
+        for seq, role, content, at in rows
     ]
 
 
@@ -197,11 +197,10 @@ def stated_times(
 ) -> dict[int, datetime]:
     """When each message of the window was said, by seq: all the store stage needs of
     them (their text was the extract stage's)."""
+    m = _MESSAGES.c
     rows = session.execute(
-        select(Message.seq, Message.created_at).where(
-            Message.conversation_id == conversation_id,
-            Message.seq >= start_seq,
-            Message.seq <= end_seq,
+        select(m.seq, m.created_at).where(
+            m.conversation_id == conversation_id, m.seq >= start_seq, m.seq <= end_seq
         )
     )
     return {seq: created_at for seq, created_at in rows}

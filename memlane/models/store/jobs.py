@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Table, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -72,27 +73,58 @@ def create_jobs(
     return created
 
 
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What a stage reads of the job it claimed: the row's few columns it runs on, not
+    the ORM object (whose construction and identity map cost more than the stage's
+    other statements)."""
+
+    id: str
+    user_id: str
+    conversation_id: str
+    status: str
+    window_start_seq: int
+    window_end_seq: int
+    new_from_seq: int
+    attempts: int
+    extraction: dict[str, Any] | None
+
+
+_JOBS = cast(Table, Job.__table__)
+_CLAIMED = [_JOBS.c[f.name] for f in fields(Claimed)]
+
+
 def claim(
     session: Session, job_id: str, *, stage: JobStage, now: datetime, stale_after: timedelta
-) -> Job | None:
+) -> Claimed | None:
     """Atomically move a job of this stage from queued (or running but stale: its worker
     died) to running. None when the job is done, failed, at another stage or held by a
     live worker: a redelivered or duplicated task is then a no-op."""
     # One round trip: the conditional UPDATE returns the claimed row (none: not claimed).
-    return session.scalars(
-        update(Job)
+    jobs = _JOBS.c
+    row = session.execute(
+        update(_JOBS)
         .where(
-            Job.id == job_id,
-            Job.stage == stage,
+            jobs.id == job_id,
+            jobs.stage == stage,
             or_(
-                Job.status == "queued",
-                (Job.status == "running") & (Job.updated_at < now - stale_after),
+                jobs.status == "queued",
+                (jobs.status == "running") & (jobs.updated_at < now - stale_after),
             ),
         )
-        .values(status="running", attempts=Job.attempts + 1, started_at=now, updated_at=now)
-        .returning(Job)
-        .execution_options(populate_existing=True)
+        .values(status="running", attempts=jobs.attempts + 1, started_at=now, updated_at=now)
+        .returning(*_CLAIMED)
     ).one_or_none()
+    return None if row is None else Claimed(*row)
+
+
+def running_stage(session: Session, job_id: str) -> tuple[str, str] | None:
+    """The job's (status, stage), None when it is gone: what a stage checks again once it
+    holds the user's lock."""
+    row = session.execute(
+        select(_JOBS.c.status, _JOBS.c.stage).where(_JOBS.c.id == job_id)
+    ).one_or_none()
+    return None if row is None else (row[0], row[1])
 
 
 def load(session: Session, job_id: str) -> Job:
@@ -118,8 +150,8 @@ def extracted(
     One conditional UPDATE; False (nothing written) when the job is gone or no longer
     running its extract stage (another worker finished it)."""
     result = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == "running", Job.stage == "extract")
+        update(_JOBS)
+        .where(_JOBS.c.id == job_id, _JOBS.c.status == "running", _JOBS.c.stage == "extract")
         .values(
             extraction=extraction,
             model=model,
@@ -133,7 +165,6 @@ def extracted(
             last_error=None,
             updated_at=now,
         )
-        .execution_options(synchronize_session=False)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -154,10 +185,14 @@ def fail(session: Session, job_id: str, *, error: str, now: datetime) -> None:
     )
 
 
-def done(session: Session, job: Job, *, now: datetime) -> None:
-    job.status = "done"
-    job.updated_at = now
-    job.finished_at = now
+def done(session: Session, job_id: str, *, now: datetime, suppressed: int = 0) -> None:
+    """The store stage succeeded; `suppressed`: extracted memories not stored (purged or
+    forgotten facts said again)."""
+    session.execute(
+        update(_JOBS)
+        .where(_JOBS.c.id == job_id)
+        .values(status="done", suppressed=suppressed, updated_at=now, finished_at=now)
+    )
 
 
 def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelta) -> Job:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Table, bindparam, case, func, select, text, update
+from sqlalchemy import Table, bindparam, case, func, insert, select, text, update
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter
 
@@ -23,6 +23,7 @@ from memlane.pipeline.records import MemoryRecord, MemoryStatus
 if TYPE_CHECKING:  # the plan's type only: the store applies a plan, dedup.plan makes it
     from memlane.pipeline.dedup import DedupPlan
 
+_MEMORIES = cast(Table, MemoryRow.__table__)
 _MEMORY_NAMESPACE = uuid.UUID("0b7d3c64-1e2f-4a58-b6c9-7d8e9f0a1b2c")
 
 
@@ -242,47 +243,53 @@ def apply_plan(
     embedding_model: str,
     now: datetime,
     stated_at: Mapping[int, datetime] | None = None,
+    first_ref: int | None = None,
 ) -> list[str]:
     """Apply a dedup plan under the user's lock (`user_lock`). `vectors[i]` embeds
     sighting i; `stated_at` maps a message seq of the conversation to when it was said,
-    so a memory is dated by the message that stated it (never later than `now`).
-    Returns the ids of inserted memories, in plan order."""
+    so a memory is dated by the message that stated it (never later than `now`);
+    `first_ref`: the first of len(plan.inserts) refs the caller allocated (else they are
+    allocated here). Returns the ids of inserted memories, in plan order."""
     said = stated_at or {}
-    inserted: list[str] = []
-    first_ref = refs.allocate(session, user_id, len(plan.inserts)) if plan.inserts else 0
+    if first_ref is None:
+        first_ref = refs.allocate(session, user_id, len(plan.inserts)) if plan.inserts else 0
     number = changes.stamp(session, user_id)
+    rows: list[dict[str, Any]] = []
     for position, planned in enumerate(plan.inserts):
-        memory_id = memory_id_for(job_id, planned.sighting_index)
         vector = vectors[planned.sighting_index] if vectors else None
-        row = MemoryRow(
-            id=memory_id,
-            user_id=user_id,
-            content=planned.memory.content,
-            category=planned.memory.category,
-            importance=planned.memory.importance,
-            confidence=planned.memory.confidence,
-            tier="candidate",
-            status=planned.status,
-            sensitive=False,
-            keywords=sorted(planned.keywords),
-            embedding=list(vector) if vector is not None else None,
-            embedding_model=embedding_model if vector is not None else None,
-            embedding_dim=len(vector) if vector is not None else None,
-            access_count=planned.access_count,
-            created_at=min(now, said.get(planned.evidence_from_seq, now)),
-            confirmed_at=min(now, said.get(planned.evidence_to_seq, now)),
-            accessed_at=min(now, said.get(planned.evidence_to_seq, now)),
-            ref=first_ref + position,
-            change_seq=number,
-            source_conversation_id=planned.conversation_id,
-            source_job_id=job_id,
-            source_from_seq=planned.evidence_from_seq,
-            source_to_seq=planned.evidence_to_seq,
-            evidence_seq=planned.evidence_to_seq,
+        rows.append(
+            {
+                "id": memory_id_for(job_id, planned.sighting_index),
+                "user_id": user_id,
+                "content": planned.memory.content,
+                "category": planned.memory.category,
+                "importance": planned.memory.importance,
+                "confidence": planned.memory.confidence,
+                "tier": "candidate",
+                "status": planned.status,
+                "sensitive": False,
+                "keywords": sorted(planned.keywords),
+                "embedding": list(vector) if vector is not None else None,
+                "embedding_model": embedding_model if vector is not None else None,
+                "embedding_dim": len(vector) if vector is not None else None,
+                "access_count": planned.access_count,
+                "created_at": min(now, said.get(planned.evidence_from_seq, now)),
+                "confirmed_at": min(now, said.get(planned.evidence_to_seq, now)),
+                "accessed_at": min(now, said.get(planned.evidence_to_seq, now)),
+                "ref": first_ref + position,
+                "change_seq": number,
+                "source_conversation_id": planned.conversation_id,
+                "source_job_id": job_id,
+                "source_from_seq": planned.evidence_from_seq,
+                "source_to_seq": planned.evidence_to_seq,
+                "evidence_seq": planned.evidence_to_seq,
+            }
         )
-        session.add(row)
-        inserted.append(memory_id)
-    session.flush()
+    inserted = [row["id"] for row in rows]
+    if rows:
+        # Core, not ORM objects: the rows are never read back in this transaction, and
+        # the unit of work's flush of them cost more than the statement itself
+        session.execute(insert(_MEMORIES), rows)
     keyword_index.index(
         session,
         user_id,
@@ -294,7 +301,7 @@ def apply_plan(
         # never lose one; the times never move backwards (a confirmation may come from
         # an older conversation). The plan already took the max of the stored and the
         # new importance and confidence.
-        table = cast(Table, MemoryRow.__table__)
+        table = _MEMORIES
         said_at: BindParameter[datetime] = bindparam("b_said_at")
         session.execute(
             update(table)
