@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from sqlalchemy import Select, bindparam, exists, select
+from sqlalchemy import Select, Table, bindparam, exists, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -63,6 +63,22 @@ def stamp(session: Session, user_id: str) -> int:
     return number
 
 
+@lru_cache(maxsize=4)
+def _stamp_with_refs_statement(dialect: str) -> Any:
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    refs: BindParameter[int] = bindparam("refs")
+    state = cast(Table, UserState.__table__).c
+    return (
+        insert(cast(Table, UserState.__table__))
+        .values(user_id=bindparam("user_id"), next_ref=1 + refs, version=1)
+        .on_conflict_do_update(
+            index_elements=["user_id"],
+            set_={"next_ref": state.next_ref + refs, "version": state.version + 1},
+        )
+        .returning(state.next_ref, state.version)
+    )
+
+
 def stamp_with_refs(session: Session, user_id: str, refs: int) -> tuple[int, int]:
     """`stamp` and store/refs.py's `allocate(refs)` in one statement (the store stage
     takes both on the same counter row): (the first of the new refs, the change number).
@@ -70,17 +86,8 @@ def stamp_with_refs(session: Session, user_id: str, refs: int) -> tuple[int, int
     stamps: dict[str, int] = session.info.setdefault(_STAMPS, {})
     if user_id in stamps or refs < 1:
         raise ValueError(f"a change number is taken once per transaction, refs ≥ 1: {refs}")
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    statement = (
-        insert(UserState)
-        .values(user_id=user_id, next_ref=1 + refs, version=1)
-        .on_conflict_do_update(
-            index_elements=["user_id"],
-            set_={"next_ref": UserState.next_ref + refs, "version": UserState.version + 1},
-        )
-        .returning(UserState.next_ref, UserState.version)
-    )
-    next_ref, number = session.execute(statement).one()
+    statement = _stamp_with_refs_statement(session.get_bind().dialect.name)
+    next_ref, number = session.execute(statement, {"user_id": user_id, "refs": refs}).one()
     stamps[user_id] = int(number)
     return int(next_ref) - refs, int(number)
 

@@ -13,6 +13,7 @@ from sqlalchemy import (
     JSON,
     Integer,
     String,
+    Table,
     Text,
     bindparam,
     cast,
@@ -78,25 +79,32 @@ def save_episode(
         ref = refs.allocate(session, user_id)
     vector = list(embedding) if embedding is not None else None
     session.execute(
-        _insert(session)(EpisodeRow)
-        .values(
-            id=episode_id,
-            user_id=user_id,
-            conversation_id=conversation_id,
-            job_id=job_id,
-            summary=episode.summary,
-            topics=list(episode.topics),
-            outcome=episode.outcome,
-            created_at=created_at,
-            ref=ref,
-            change_seq=changes.stamp(session, user_id),
-            embedding=vector,
-            embedding_model=embedding_model if vector is not None else None,
-            embedding_dim=len(vector) if vector is not None else None,
-        )
-        .on_conflict_do_nothing()
+        _episode_insert(session.get_bind().dialect.name),
+        {
+            "id": episode_id,
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "job_id": job_id,
+            "summary": episode.summary,
+            "topics": list(episode.topics),
+            "outcome": episode.outcome,
+            "created_at": created_at,
+            "ref": ref,
+            "change_seq": changes.stamp(session, user_id),
+            "embedding": vector,
+            "embedding_model": embedding_model if vector is not None else None,
+            "embedding_dim": len(vector) if vector is not None else None,
+        },
     )
     return episode_id
+
+
+@lru_cache(maxsize=4)
+def _episode_insert(dialect: str) -> Any:
+    """The store stage's episode insert, built once per dialect (it runs once a job)."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    table: Table = EpisodeRow.__table__  # type: ignore[assignment]
+    return insert(table).on_conflict_do_nothing()
 
 
 def episode_record(row: EpisodeRow, *, with_embedding: bool = True) -> EpisodeRecord:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import cast
 
-from sqlalchemy import Table, insert, select
+from sqlalchemy import Table, bindparam, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -170,19 +170,25 @@ def assistant_seqs(session: Session, conversation_id: str) -> list[int]:
     )
 
 
+_M = _MESSAGES.c
+# built once (the stages run them per job)
+_WINDOW = (_M.conversation_id == bindparam("conversation_id")) & _M.seq.between(
+    bindparam("start_seq"), bindparam("end_seq")
+)
+_WINDOW_TEXTS = (
+    select(_M.seq, _M.role, _M.content, _M.created_at)
+    .where(_WINDOW, _M.purged_at.is_(None))  # retention took its text
+    .order_by(_M.seq)
+)
+_WINDOW_TIMES = select(_M.seq, _M.created_at).where(_WINDOW)
+
+
 def messages_between(
     session: Session, conversation_id: str, start_seq: int, end_seq: int
 ) -> list[StoredMessage]:
-    m = _MESSAGES.c
     rows = session.execute(
-        select(m.seq, m.role, m.content, m.created_at)
-        .where(
-            m.conversation_id == conversation_id,
-            m.seq >= start_seq,
-            m.seq <= end_seq,
-            m.purged_at.is_(None),  # retention took its text
-        )
-        .order_by(m.seq)
+        _WINDOW_TEXTS,
+        {"conversation_id": conversation_id, "start_seq": start_seq, "end_seq": end_seq},
     )
     return [
         StoredMessage(
@@ -197,11 +203,9 @@ def stated_times(
 ) -> dict[int, datetime]:
     """When each message of the window was said, by seq: all the store stage needs of
     them (their text was the extract stage's)."""
-    m = _MESSAGES.c
     rows = session.execute(
-        select(m.seq, m.created_at).where(
-            m.conversation_id == conversation_id, m.seq >= start_seq, m.seq <= end_seq
-        )
+        _WINDOW_TIMES,
+        {"conversation_id": conversation_id, "start_seq": start_seq, "end_seq": end_seq},
     )
     return {seq: created_at for seq, created_at in rows}
 

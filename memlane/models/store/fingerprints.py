@@ -8,7 +8,7 @@ import secrets
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -54,19 +54,22 @@ def keep(
     )
 
 
+_READ = (  # built once: the store stage reads it every job
+    select(
+        UserSecret.secret,
+        MemoryFingerprint.keywords,
+        MemoryFingerprint.text_hash,
+        MemoryFingerprint.polarity,
+    )
+    .select_from(UserSecret)
+    .outerjoin(MemoryFingerprint, MemoryFingerprint.user_id == UserSecret.user_id)
+    .where(UserSecret.user_id == bindparam("user_id"))
+)
+
+
 def read(session: Session, user_id: str) -> tuple[bytes | None, list[Fingerprint]]:
     """The user's secret (None: never purged anything) and fingerprints, one statement."""
-    rows = session.execute(
-        select(
-            UserSecret.secret,
-            MemoryFingerprint.keywords,
-            MemoryFingerprint.text_hash,
-            MemoryFingerprint.polarity,
-        )
-        .select_from(UserSecret)
-        .outerjoin(MemoryFingerprint, MemoryFingerprint.user_id == UserSecret.user_id)
-        .where(UserSecret.user_id == user_id)
-    ).all()
+    rows = session.execute(_READ, {"user_id": user_id}).all()
     if not rows:
         return None, []
     prints = [

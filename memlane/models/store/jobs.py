@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, or_, select, update
+from sqlalchemy import Table, bindparam, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -91,7 +91,48 @@ class Claimed:
 
 
 _JOBS = cast(Table, Job.__table__)
-_CLAIMED = [_JOBS.c[f.name] for f in fields(Claimed)]
+_J = _JOBS.c
+_AT = _J.updated_at.type
+# The stages' statements, built once: building one (and its cache key) cost more CPU
+# than sending it
+_CLAIM = (
+    update(_JOBS)
+    .where(
+        _J.id == bindparam("job_id"),
+        _J.stage == bindparam("b_stage"),
+        or_(
+            _J.status == "queued",
+            (_J.status == "running") & (_J.updated_at < bindparam("stale_before", type_=_AT)),
+        ),
+    )
+    .values(
+        status="running",
+        attempts=_J.attempts + 1,
+        started_at=bindparam("now", type_=_AT),
+        updated_at=bindparam("now", type_=_AT),
+    )
+    .returning(*(_J[f.name] for f in fields(Claimed)))
+)
+_RUNNING_STAGE = select(_J.status, _J.stage).where(_J.id == bindparam("job_id"))
+_HAND_OVER = (
+    update(_JOBS)
+    .where(_J.id == bindparam("job_id"), _J.status == "running", _J.stage == "extract")
+    .values(
+        stage="store",
+        status="queued",
+        attempts=0,  # attempts count per stage: the store stage has its own retries
+        last_error=None,
+    )
+)
+_DONE = (
+    update(_JOBS)
+    .where(_J.id == bindparam("job_id"))
+    .values(
+        status="done",
+        updated_at=bindparam("now", type_=_AT),
+        finished_at=bindparam("now", type_=_AT),
+    )
+)
 
 
 def claim(
@@ -101,19 +142,8 @@ def claim(
     died) to running. None when the job is done, failed, at another stage or held by a
     live worker: a redelivered or duplicated task is then a no-op."""
     # One round trip: the conditional UPDATE returns the claimed row (none: not claimed).
-    jobs = _JOBS.c
     row = session.execute(
-        update(_JOBS)
-        .where(
-            jobs.id == job_id,
-            jobs.stage == stage,
-            or_(
-                jobs.status == "queued",
-                (jobs.status == "running") & (jobs.updated_at < now - stale_after),
-            ),
-        )
-        .values(status="running", attempts=jobs.attempts + 1, started_at=now, updated_at=now)
-        .returning(*_CLAIMED)
+        _CLAIM, {"job_id": job_id, "b_stage": stage, "now": now, "stale_before": now - stale_after}
     ).one_or_none()
     return None if row is None else Claimed(*row)
 
@@ -121,9 +151,7 @@ def claim(
 def running_stage(session: Session, job_id: str) -> tuple[str, str] | None:
     """The job's (status, stage), None when it is gone: what a stage checks again once it
     holds the user's lock."""
-    row = session.execute(
-        select(_JOBS.c.status, _JOBS.c.stage).where(_JOBS.c.id == job_id)
-    ).one_or_none()
+    row = session.execute(_RUNNING_STAGE, {"job_id": job_id}).one_or_none()
     return None if row is None else (row[0], row[1])
 
 
@@ -150,21 +178,17 @@ def extracted(
     One conditional UPDATE; False (nothing written) when the job is gone or no longer
     running its extract stage (another worker finished it)."""
     result = session.execute(
-        update(_JOBS)
-        .where(_JOBS.c.id == job_id, _JOBS.c.status == "running", _JOBS.c.stage == "extract")
-        .values(
-            extraction=extraction,
-            model=model,
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=cost_usd,
-            latency_ms=latency_ms,
-            stage="store",
-            status="queued",
-            attempts=0,  # attempts count per stage: the store stage has its own retries
-            last_error=None,
-            updated_at=now,
-        )
+        _HAND_OVER,
+        {
+            "job_id": job_id,
+            "extraction": extraction,
+            "model": model,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost_usd": cost_usd,
+            "latency_ms": latency_ms,
+            "updated_at": now,
+        },
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
@@ -188,11 +212,7 @@ def fail(session: Session, job_id: str, *, error: str, now: datetime) -> None:
 def done(session: Session, job_id: str, *, now: datetime, suppressed: int = 0) -> None:
     """The store stage succeeded; `suppressed`: extracted memories not stored (purged or
     forgotten facts said again)."""
-    session.execute(
-        update(_JOBS)
-        .where(_JOBS.c.id == job_id)
-        .values(status="done", suppressed=suppressed, updated_at=now, finished_at=now)
-    )
+    session.execute(_DONE, {"job_id": job_id, "now": now, "suppressed": suppressed})
 
 
 def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelta) -> Job:

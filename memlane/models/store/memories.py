@@ -24,6 +24,23 @@ if TYPE_CHECKING:  # the plan's type only: the store applies a plan, dedup.plan 
     from memlane.pipeline.dedup import DedupPlan
 
 _MEMORIES = cast(Table, MemoryRow.__table__)
+_INSERT = insert(_MEMORIES)
+_M = _MEMORIES.c
+_SAID_AT: BindParameter[datetime] = bindparam("b_said_at", type_=_M.confirmed_at.type)
+# A plan's bumps: one statement, built once, executed for each bump (apply_plan)
+_BUMP = (
+    update(_MEMORIES)
+    .where(_M.id == bindparam("b_id"), _M.user_id == bindparam("b_user_id"))
+    .values(
+        access_count=_M.access_count + bindparam("b_increment"),
+        confirmed_at=case((_M.confirmed_at < _SAID_AT, _SAID_AT), else_=_M.confirmed_at),
+        accessed_at=case((_M.accessed_at < _SAID_AT, _SAID_AT), else_=_M.accessed_at),
+        importance=bindparam("b_importance"),
+        confidence=bindparam("b_confidence"),
+        evidence_seq=bindparam("b_evidence_seq"),
+        change_seq=bindparam("b_change_seq"),
+    )
+)
 _MEMORY_NAMESPACE = uuid.UUID("0b7d3c64-1e2f-4a58-b6c9-7d8e9f0a1b2c")
 
 
@@ -92,12 +109,15 @@ def to_public(row: MemoryRow) -> MemoryPublic:
     )
 
 
+_LOCK = text("SELECT pg_advisory_xact_lock(:key)")
+
+
 def user_lock(session: Session, user_id: str) -> None:
     """Serialise writers of one user's memories until the transaction ends (a PostgreSQL
     transaction-level advisory lock). SQLite allows one writer at a time anyway."""
     if session.get_bind().dialect.name != "postgresql":
         return
-    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": user_lock_key(user_id)})
+    session.execute(_LOCK, {"key": user_lock_key(user_id)})
 
 
 def user_lock_key(user_id: str) -> int:
@@ -289,7 +309,7 @@ def apply_plan(
     if rows:
         # Core, not ORM objects: the rows are never read back in this transaction, and
         # the unit of work's flush of them cost more than the statement itself
-        session.execute(insert(_MEMORIES), rows)
+        session.execute(_INSERT, rows)
     keyword_index.index(
         session,
         user_id,
@@ -301,32 +321,18 @@ def apply_plan(
         # never lose one; the times never move backwards (a confirmation may come from
         # an older conversation). The plan already took the max of the stored and the
         # new importance and confidence.
-        table = _MEMORIES
-        said_at: BindParameter[datetime] = bindparam("b_said_at")
         session.execute(
-            update(table)
-            .where(table.c.id == bindparam("b_id"), table.c.user_id == user_id)
-            .values(
-                access_count=table.c.access_count + bindparam("b_increment"),
-                confirmed_at=case(
-                    (table.c.confirmed_at < said_at, said_at), else_=table.c.confirmed_at
-                ),
-                accessed_at=case(
-                    (table.c.accessed_at < said_at, said_at), else_=table.c.accessed_at
-                ),
-                importance=bindparam("b_importance"),
-                confidence=bindparam("b_confidence"),
-                evidence_seq=bindparam("b_evidence_seq"),
-                change_seq=number,
-            ),
+            _BUMP,
             [
                 {
                     "b_id": bump.memory_id,
+                    "b_user_id": user_id,
                     "b_increment": bump.increment,
                     "b_said_at": bump.confirmed_at,
                     "b_importance": bump.importance,
                     "b_confidence": bump.confidence,
                     "b_evidence_seq": bump.evidence_seq,
+                    "b_change_seq": number,
                 }
                 for bump in plan.bumps
             ],

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import Table, delete, insert, select
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import EventKind, MemoryEvent
@@ -15,6 +15,8 @@ from memlane.models.tables import MemoryEventRow
 from memlane.pipeline.errors import NotFoundError
 
 WORKER = "worker"
+# the table's, not the ORM's bulk insert: no mapper work for rows never read back
+_INSERT = insert(cast(Table, MemoryEventRow.__table__))
 
 
 def record(
@@ -54,7 +56,7 @@ def record_many(
         for memory_id, kind, detail in events
     ]
     if rows:
-        session.execute(insert(MemoryEventRow), rows)
+        session.execute(_INSERT, rows)
 
 
 def history(session: Session, user_id: str, memory_id: str) -> list[MemoryEvent]:
