@@ -84,6 +84,11 @@ class Runtime:
             self._settings = get_settings()
         return self._settings
 
+    @property
+    def built(self) -> Memlane | None:
+        """The lane once built (one attribute read: no lock needed)."""
+        return self._lane
+
     def lane(self) -> Memlane:
         with self._lock:
             if self._lane is None:
@@ -105,8 +110,12 @@ def runtime_of(request: Request) -> Runtime:
     return runtime
 
 
-def get_lane(request: Request) -> Memlane:
-    return runtime_of(request).lane()
+async def get_lane(request: Request) -> Memlane:
+    # async, so a request does not hop to the thread pool and back just to be handed the
+    # lane; building it (when the start could not) blocks, so that runs in the pool
+    runtime = runtime_of(request)
+    lane = runtime.built
+    return lane if lane is not None else await run_in_threadpool(runtime.lane)
 
 
 bearer = HTTPBearer(auto_error=False, description="an API key from MEMLANE_API_KEYS")

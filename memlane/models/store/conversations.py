@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import cast
+from functools import lru_cache
+from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, insert, select
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -36,9 +37,46 @@ def _sha(role: str, content: str) -> str:
     return hashlib.sha256(f"{role}\x00{content}".encode()).hexdigest()
 
 
-def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime) -> Conversation:
-    """Create the conversation row if needed, then lock it so two enqueues of one
-    conversation serialise (PostgreSQL row lock; SQLite has a single writer)."""
+@dataclass(frozen=True, slots=True)
+class _Locked:
+    id: str
+    user_id: str
+    message_count: int
+    extracted_to_seq: int
+    final: bool
+    last_message_at: datetime
+
+
+_CONVERSATIONS = cast(Table, Conversation.__table__)
+_C = _CONVERSATIONS.c
+
+
+@lru_cache(maxsize=4)
+def _upsert_conversation(dialect: str) -> Any:
+    """Create the conversation row, or lock the one there (a no-op DO UPDATE takes the
+    row lock, as SELECT … FOR UPDATE would), returning it: one round trip, not two."""
+    insert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = insert(_CONVERSATIONS)
+    return statement.on_conflict_do_update(
+        index_elements=[_C.id], set_={"final": _C.final}
+    ).returning(*(_C[f.name] for f in fields(_Locked)))
+
+
+_UPDATE_COUNTS = (
+    update(_CONVERSATIONS)
+    .where(_C.id == bindparam("b_id"))
+    .values(
+        message_count=bindparam("b_message_count"),
+        assistant_count=bindparam("b_assistant_count"),
+        last_message_at=bindparam("b_last_message_at", type_=_C.last_message_at.type),
+        final=bindparam("b_final"),
+    )
+)
+
+
+def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime) -> _Locked:
+    """Create the conversation row if needed, locked so two enqueues of one conversation
+    serialise (PostgreSQL row lock; SQLite has a single writer)."""
     values = {
         "id": transcript.conversation_id,
         "user_id": transcript.user_id,
@@ -49,15 +87,8 @@ def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime
         "created_at": now,
         "last_message_at": now,
     }
-    dialect = session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    session.execute(insert(Conversation).values(**values).on_conflict_do_nothing())
-    conversation = session.scalars(
-        select(Conversation)
-        .where(Conversation.id == transcript.conversation_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).one()
+    row = session.execute(_upsert_conversation(session.get_bind().dialect.name), values).one()
+    conversation = _Locked(*row)
     if conversation.user_id != transcript.user_id:
         raise TranscriptError(
             f"conversation {transcript.conversation_id!r} belongs to another user; "
@@ -140,21 +171,26 @@ def save_transcript(
         # ORM's flush would batch the rows into a VALUES list as long as the transcript,
         # a statement of new text (parsed anew) for each length, and ask for their ids.
         session.execute(insert(Message), rows)
-    if stored:
-        # set after the insert, so its autoflush has no UPDATE to send before the one below
-        conversation.assistant_count = len(assistant)
-        conversation.message_count = next_seq
-        conversation.last_message_at = now
-    if transcript.final:
-        conversation.final = True
-    session.flush()
+    final = conversation.final or transcript.final
+    message_count = next_seq if stored else conversation.message_count
+    if stored or final != conversation.final:
+        session.execute(
+            _UPDATE_COUNTS,
+            {
+                "b_id": conversation.id,
+                "b_message_count": message_count,
+                "b_assistant_count": len(assistant),
+                "b_last_message_at": now if stored else conversation.last_message_at,
+                "b_final": final,
+            },
+        )
     return SavedTranscript(
         conversation_id=conversation.id,
         user_id=conversation.user_id,
         stored=stored,
         skipped=skipped,
-        message_count=conversation.message_count,
-        final=conversation.final,
+        message_count=message_count,
+        final=final,
         extracted_to_seq=conversation.extracted_to_seq,
         assistant_seqs=sorted(assistant),
     )
