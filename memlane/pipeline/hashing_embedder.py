@@ -86,6 +86,12 @@ def hashing_embed(texts: Sequence[str], *, dim: int) -> list[list[float]]:
         for feature, weight in features:
             index, sign = _bucket(feature, dim)
             vector[index] += sign * weight
-        norm = math.sqrt(sum(v * v for v in vector))
-        vectors.append([v / norm for v in vector] if norm > 0 else vector)
+        # Only the buckets a feature touched can be non-zero: summing and dividing those
+        # alone, in index order, gives the same floats as the whole vector, for less
+        touched = sorted({_bucket(feature, dim)[0] for feature, _ in features})
+        norm = math.sqrt(sum(vector[i] * vector[i] for i in touched))
+        if norm > 0:
+            for i in touched:
+                vector[i] /= norm
+        vectors.append(vector)
     return vectors
