@@ -91,13 +91,20 @@ def _run_reads(
         try:
             conn: Any = pooled.driver_connection
             cursors = []
-            # Leaving the block sends the one Sync and reads every result (a sync of
-            # our own inside it would be a second round trip).
-            with conn.pipeline():
-                for read, params in reads:
-                    cursor = conn.cursor()
-                    cursor.execute(read.sql, {**read.params, **params})
-                    cursors.append(cursor)
+            if len(reads) == 1:
+                # one statement is one round trip without a pipeline, whose entry, Sync
+                # and exit cost the client more than the read (a working set's poll)
+                [(read, params)] = reads
+                cursors.append(conn.cursor())
+                cursors[0].execute(read.sql, {**read.params, **params})
+            else:
+                # Leaving the block sends the one Sync and reads every result (a sync of
+                # our own inside it would be a second round trip).
+                with conn.pipeline():
+                    for read, params in reads:
+                        cursor = conn.cursor()
+                        cursor.execute(read.sql, {**read.params, **params})
+                        cursors.append(cursor)
             return [
                 ([column.name for column in cursor.description], cursor.fetchall())
                 for cursor in cursors
