@@ -204,8 +204,7 @@ class WorkingSet:
             return False
         if latest > user.version:
             if found is None:
-                after = user.version
-                found = read_unit(self.url, lambda session: changes.since(session, user_id, after))
+                found = changes.read_since(self.url, user_id, user.version)
                 # `since` reads table by table, on PostgreSQL each statement in a snapshot
                 # of its own: past `latest` a row may have been missed while a later one of
                 # another table was read. Every number up to `latest` was committed before

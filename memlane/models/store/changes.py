@@ -26,7 +26,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter
 
-from memlane.models.db import autocommit_engine, get_engine
+from memlane.models.db import autocommit_engine, get_engine, read_unit
 from memlane.models.pipelined import CompiledRead, compile_read, run_reads
 from memlane.models.tables import (
     EpisodeRow,
@@ -171,10 +171,11 @@ def since(session: Session, user_id: str, after: int) -> Changes:
 
     memories_read, others_read = _since_reads(postgres)
     params = {"user_id": user_id, "after": after}
-    memory_rows = session.execute(memories_read, params).all()
+    connection = session.connection()  # Core reads: the ORM's execute costs more than they do
+    memory_rows = connection.execute(memories_read, params).all()
     # One row says which other tables changed (most often none: a memory was stored or
     # bumped), so only those are read as objects.
-    flags = session.execute(others_read, params).one()
+    flags = connection.execute(others_read, params).one()
     read = {
         table: changed(table) if flag else [] for table, flag in zip(_OTHERS, flags, strict=True)
     }
@@ -189,6 +190,18 @@ def since(session: Session, user_id: str, after: int) -> Changes:
     for rows in (found.episodes, found.procedures, found.soul_blocks, found.removed):
         found.version = max([found.version, *(row.change_seq for row in rows)])
     return found
+
+
+def read_since(url: str, user_id: str, after: int) -> Changes:
+    """`since` in a read of its own: on PostgreSQL a unit of work (`read_unit`: a dropped
+    connection is replaced and the read runs once more); on SQLite a session on a plain
+    connection, whose transaction and checkout cost a change read less than a unit of
+    work's (SQLite reads outside a transaction see each statement's own snapshot either
+    way)."""
+    if url.startswith("postgresql"):
+        return read_unit(url, lambda session: since(session, user_id, after))
+    with get_engine(url, pre_ping=False).connect() as connection, Session(connection) as session:
+        return since(session, user_id, after)
 
 
 _OTHERS: tuple[Any, ...] = (EpisodeRow, ProcedureRow, SoulBlockRow, RemovedItem)
