@@ -141,7 +141,7 @@ class Settings(BaseSettings):
         "default", description="the context's format: default, or compact for tight budgets"
     )
     working_set_mb: float = Field(
-        256,
+        512,
         ge=0,
         description="per-process memory for users' working sets; 0 = read the store each time",
     )

@@ -32,7 +32,7 @@ from memlane.models.store.context_items import episode_record, procedure_record
 from memlane.models.store.user_items import Vector
 from memlane.pipeline.memory_table import Record
 from memlane.pipeline.records import SoulBlock
-from memlane.pipeline.user_view import UserView
+from memlane.pipeline.user_view import RECORD_BYTES, UserView
 
 MB = 1024 * 1024
 # Users with at most this many items load with their first assembly (a wait it can
@@ -107,6 +107,12 @@ class _User:
         self.view = self.view.patch(upserts, removed, _in_order(self.soul))
         self.size = self.view.size_bytes
 
+    @property
+    def bytes(self) -> int:
+        """The view's estimated memory (UserView.size_bytes), with the records built
+        since it was loaded."""
+        return self.size + RECORD_BYTES * self.view.records.made
+
     def mixed_embedders(self) -> bool:
         return any(n > 0 for model, n in self.model_counts.items() if model != self.view_for[0])
 
@@ -139,7 +145,7 @@ class WorkingSet:
 
     @property
     def size_bytes(self) -> int:
-        return sum(user.size for user in list(self._users.values()))
+        return sum(user.bytes for user in list(self._users.values()))
 
     def __contains__(self, user_id: str) -> bool:
         return user_id in self._users
@@ -220,7 +226,7 @@ class WorkingSet:
             return None
         self._users[user_id] = user
         self._users.move_to_end(user_id)
-        if user.size > self.budget_bytes:
+        if user.bytes > self.budget_bytes:
             self._users.pop(user_id, None)
             return None
         while self.size_bytes > self.budget_bytes and len(self._users) > 1:

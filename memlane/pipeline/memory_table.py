@@ -91,32 +91,69 @@ class MemoryTable:
 class LazyRecords:
     """The records of a view's rows: row i's is `make(i)`, built on first use and kept,
     unless it was given (`with_rows`). Reads from several threads may build a record
-    twice; both are equal and either is kept."""
+    twice; both are equal and either is kept.
 
-    __slots__ = ("_built", "_make")
+    Held in chunks of CHUNK rows: a patched copy shares every chunk it does not write
+    (copying a 100k user's list on each change cost ~0.3 ms of it), and a record built
+    in a shared chunk serves every view sharing it (their rows there are the same)."""
 
-    def __init__(self, built: list[Record | None], make: Callable[[int], Record] | None) -> None:
-        self._built = built
+    CHUNK = 1024
+    __slots__ = ("_chunks", "_length", "_made", "_make")
+
+    def __init__(
+        self, built: list[Record | None], make: Callable[[int], Record] | None, made: int = 0
+    ) -> None:
+        size = self.CHUNK
+        self._chunks = [built[at : at + size] for at in range(0, len(built), size)]
+        self._length = len(built)
         self._make = make
+        self._made = made  # records built or given since the view was loaded, about
+
+    @property
+    def made(self) -> int:
+        """About how many records were built or given since the view was loaded (what
+        they hold counts in the view's memory; a race may miss one)."""
+        return self._made
 
     def __len__(self) -> int:
-        return len(self._built)
+        return self._length
 
     def __getitem__(self, row: int) -> Record:
-        record = self._built[row]
+        if not 0 <= row < self._length:
+            raise IndexError(row)
+        chunk = self._chunks[row // self.CHUNK]
+        record = chunk[row % self.CHUNK]
         if record is None:
             if self._make is None:
                 raise LookupError(f"row {row} has no record")
-            record = self._built[row] = self._make(row)
+            record = chunk[row % self.CHUNK] = self._make(row)
+            self._made += 1
         return record
 
     def __iter__(self) -> Iterator[Record]:
-        return (self[row] for row in range(len(self._built)))
+        return (self[row] for row in range(self._length))
 
     def with_rows(self, rows: Mapping[int, Record], length: int) -> LazyRecords:
         """A copy `length` rows long with `rows` written over (or appended); this one is
-        left as it was (a caller may still be ranking with it)."""
-        built = self._built + [None] * (length - len(self._built))
+        left as it was (a caller may still be ranking with it): the chunks written are
+        copied, the others shared."""
+        size = self.CHUNK
+        copy = type(self)([], self._make, self._made + len(rows))
+        chunks = list(self._chunks)
+        own: set[int] = set()  # chunks of the copy's own
+        if length > self._length:
+            if chunks and len(chunks[-1]) < size:
+                own.add(len(chunks) - 1)
+                chunks[-1] = chunks[-1] + [None] * min(size - len(chunks[-1]), length - self._length)
+            while len(chunks) * size < length:
+                own.add(len(chunks))
+                chunks.append([None] * min(size, length - len(chunks) * size))
         for row, record in rows.items():
-            built[row] = record
-        return LazyRecords(built, self._make)
+            at = row // size
+            if at not in own:
+                chunks[at] = list(chunks[at])
+                own.add(at)
+            chunks[at][row % size] = record
+        copy._chunks = chunks
+        copy._length = length
+        return copy

@@ -67,6 +67,9 @@ class Corpus:
     alive: npt.NDArray[np.bool_] | None = None  # None: every row
     _positions: dict[str, int] = field(default_factory=dict, repr=False)
     _spare: _Spare | None = field(default=None, repr=False)  # where appended rows go
+    _gains: dict[tuple[float, float], tuple[int, FloatArray]] = field(
+        default_factory=dict, repr=False
+    )  # bm25's per-row gains, by (k1, b)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -312,19 +315,17 @@ def cosines(corpus: Corpus, query_vector: Sequence[float] | None, model: str | N
     # float32 products (the matrix is float32; a float64 copy of it would cost more than
     # the product), summed as float32: 1e-7 of a cosine, far below any score's step.
     sims = row_dots(corpus.vectors, (query / norm).astype(np.float32)).astype(np.float64)
-    return np.clip(np.nan_to_num(sims, nan=0.0), 0.0, 1.0)
+    # in place: at 100k rows each temporary is 0.7 MB of fresh pages
+    np.nan_to_num(sims, copy=False, nan=0.0)
+    return np.clip(sims, 0.0, 1.0, out=sims)
 
 
 def bm25(corpus: Corpus, terms: Collection[str], *, k1: float = K1, b: float = B) -> FloatArray:
     """BM25 of every row for the query's terms (module docstring); 0 for no match."""
     scores = np.zeros(len(corpus), dtype=np.float64)
-    live = corpus.live
-    n = int(live.sum())
+    n, gain = _bm25_gain(corpus, k1, b)
     if not n:
         return scores
-    avgdl = float(corpus.lengths[live].mean()) or 1.0
-    norm = k1 * (1.0 - b + b * corpus.lengths / avgdl)
-    gain = (k1 + 1.0) / (1.0 + norm)  # tf is 1: keyword sets
     for term in sorted(set(terms)):  # one order of the sum in every process (str hashes vary)
         rows = corpus.postings.get(term)
         if rows is None:
@@ -333,6 +334,24 @@ def bm25(corpus: Corpus, terms: Collection[str], *, k1: float = K1, b: float = B
         idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
         scores[rows] += idf * gain[rows]
     return scores
+
+
+def _bm25_gain(corpus: Corpus, k1: float, b: float) -> tuple[int, FloatArray]:
+    """The live rows' count and each row's BM25 gain for a matching term: the same for
+    every query to a corpus, so computed once per corpus (over a 100k-row corpus, ~0.5 ms
+    of every assembly)."""
+    known = corpus._gains.get((k1, b))
+    if known is not None:
+        return known
+    live = corpus.live
+    n = int(live.sum())
+    if not n:
+        return n, np.zeros(0)
+    avgdl = float(corpus.lengths[live].mean()) or 1.0
+    norm = k1 * (1.0 - b + b * corpus.lengths / avgdl)
+    gain = (k1 + 1.0) / (1.0 + norm)  # tf is 1: keyword sets
+    corpus._gains[(k1, b)] = (n, gain)  # threads racing here store equal values
+    return n, gain
 
 
 def relevance(
@@ -352,4 +371,9 @@ def relevance(
     if not top > 0:
         return cosine
     w = min(1.0, lexical_weight)
-    return np.asarray((1.0 - w) * cosine + w * (lexical / top), dtype=np.float64)
+    # (1 − w) · cosine + w · (lexical / top), in place in the two fresh arrays
+    cosine *= 1.0 - w
+    lexical /= top
+    lexical *= w
+    cosine += lexical
+    return cosine

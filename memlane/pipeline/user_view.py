@@ -95,6 +95,13 @@ def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
 # What a removed item's row is left with: nothing ranks it.
 _DEAD = {"free": 0, "kind": -1, "chars": 0}
 
+# What a view holds beside its arrays, measured with tracemalloc on loaded views of 1k,
+# 10k and 100k memories (bench/README.md): ~1,750 bytes a row beside its text (ids,
+# keywords as the JSON parse made them, the columns a record is built from), and ~4 KB
+# for each record built.
+ROW_BYTES = 1750
+RECORD_BYTES = 4096
+
 # UserView's per-row fields, in the order `_columns` fills them.
 COLUMNS = (
     "importance",
@@ -342,9 +349,11 @@ class UserView:
 
     @property
     def size_bytes(self) -> int:
-        """About what the view holds in memory: its arrays and its records' text."""
+        """About what the view holds in memory once loaded: its arrays, its rows' text,
+        ids and keywords (ROW_BYTES a row beside the text); the records built as
+        assemblies read them add RECORD_BYTES each (`records.made`)."""
         arrays = self.corpus.vectors.nbytes + 8 * (len(COLUMNS) + 1) * len(self.corpus)
-        return arrays + int(self.chars.sum()) + 1200 * len(self.corpus)
+        return arrays + int(self.chars.sum()) + ROW_BYTES * len(self.corpus)
 
     def relevance(
         self,

@@ -220,13 +220,19 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
     gone = [i for i in sorted(removed) if i in after and i < len(words) and i not in changed]
     for i in gone:
         del after[i]
-    view = build(list(before.values()), [], []).patch(
+    text = " ".join(query)
+    base = build(list(before.values()), [], [])
+    # ranked before its patch: what the base corpus computes once for every query must
+    # not carry over to the patched one
+    base.relevance(
+        query_vector=vector(query), query_model=MODEL, query_terms=keywords(text), lexical_weight=0.3
+    )
+    view = base.patch(
         [(m, (MODEL, m.embedding)) for m in upserts],
         [f"mem_{i:03d}" for i in gone],
         [],
     )
     fresh = build(sorted(after.values(), key=lambda m: m.id), [], [])
-    text = " ".join(query)
     scores = {}
     for each in (view, fresh):
         rel = each.relevance(
@@ -329,6 +335,7 @@ def test_a_loaded_view_builds_only_the_records_an_assembly_reads() -> None:
     first = view.shortlist(None, **ranked)
     assert [m.id for m in first.memories] == [m.id for m in memories[:20]]
     assert sorted(built) == list(range(20))
+    assert view.records.made == 20  # what the working set's bound counts beside the view
     # read again, and from a patched view: each record was built once
     patched = view.patch([(memories[5].model_copy(update={"importance": 0.0}), None)], [], [])
     again = patched.shortlist(None, **ranked)
