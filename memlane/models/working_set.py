@@ -36,8 +36,9 @@ from memlane.pipeline.user_view import RECORD_BYTES, UserView
 
 MB = 1024 * 1024
 # Users with at most this many items load with their first assembly (a wait it can
-# afford: bench/README.md); larger ones in the background.
-EAGER_ITEMS = 2000
+# afford: at 5k ~55-75 ms of CPU, about what the store read serving it meanwhile takes on
+# PostgreSQL, half of it on SQLite: bench/README.md); larger ones in the background.
+EAGER_ITEMS = 5000
 
 log = logging.getLogger("memlane.working_set")
 
