@@ -144,7 +144,9 @@ class LazyRecords:
         if length > self._length:
             if chunks and len(chunks[-1]) < size:
                 own.add(len(chunks) - 1)
-                chunks[-1] = chunks[-1] + [None] * min(size - len(chunks[-1]), length - self._length)
+                chunks[-1] = chunks[-1] + [None] * min(
+                    size - len(chunks[-1]), length - self._length
+                )
             while len(chunks) * size < length:
                 own.add(len(chunks))
                 chunks.append([None] * min(size, length - len(chunks) * size))

@@ -19,7 +19,7 @@ import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -169,7 +169,18 @@ def _row(record: Record) -> tuple[float, ...]:
             len(record.content),
         )
     created = _epoch(record.created_at)
-    return (ITEM_IMPORTANCE, 0.0, created, created, 0, math.inf, 0, 1, _kind(record), _chars(record))
+    return (
+        ITEM_IMPORTANCE,
+        0.0,
+        created,
+        created,
+        0,
+        math.inf,
+        0,
+        1,
+        _kind(record),
+        _chars(record),
+    )
 
 
 def _epoch_or_never(moment: datetime | None) -> float:

@@ -225,7 +225,10 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
     # ranked before its patch: what the base corpus computes once for every query must
     # not carry over to the patched one
     base.relevance(
-        query_vector=vector(query), query_model=MODEL, query_terms=keywords(text), lexical_weight=0.3
+        query_vector=vector(query),
+        query_model=MODEL,
+        query_terms=keywords(text),
+        lexical_weight=0.3,
     )
     view = base.patch(
         [(m, (MODEL, m.embedding)) for m in upserts],
