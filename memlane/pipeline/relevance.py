@@ -43,6 +43,12 @@ class CorpusItem:
     model: str | None = None
 
 
+# A word's rows: the list a build collects, made an array the first time a query reads
+# it (6,000 arrays made at every load were ~7% of a 10k user's, ~50 ms at 100k; a query
+# reads a handful of words).
+Postings = npt.NDArray[np.intp] | list[int]
+
+
 @dataclass(slots=True)
 class _Spare:
     """A vector matrix with room to grow, shared by the corpora patched from one another:
@@ -61,7 +67,7 @@ class Corpus:
     ids: tuple[str, ...]
     model: str | None
     vectors: npt.NDArray[np.float32]
-    postings: dict[str, npt.NDArray[np.intp]]
+    postings: dict[str, Postings]  # a word's rows, ascending (`rows_of` reads them)
     lengths: FloatArray
     keywords: tuple[Collection[str], ...] = ()  # of each row
     alive: npt.NDArray[np.bool_] | None = None  # None: every row
@@ -168,7 +174,7 @@ def corpus_of(
         ids=ids,
         model=model,
         vectors=vectors,
-        postings={word: np.asarray(rows, dtype=np.intp) for word, rows in postings.items()},
+        postings=dict(postings),
         lengths=np.fromiter(map(len, keywords), dtype=np.float64, count=len(keywords)),
         keywords=tuple(keywords),
     )
@@ -239,7 +245,7 @@ def patch_corpus(
         keywords = tuple(grown)
         postings = dict(corpus.postings)
         for word in sorted(lose.keys() | gain.keys()):
-            rows = postings.get(word, np.empty(0, dtype=np.intp))
+            rows = np.asarray(postings.get(word, ()), dtype=np.intp)
             if word in lose:
                 rows = rows[~np.isin(rows, list(lose[word]))]
             if word in gain:
@@ -320,6 +326,19 @@ def cosines(corpus: Corpus, query_vector: Sequence[float] | None, model: str | N
     return np.clip(sims, 0.0, 1.0, out=sims)
 
 
+def rows_of(corpus: Corpus, word: str) -> npt.NDArray[np.intp] | None:
+    """The rows whose keywords hold `word`, ascending; None when none does. Made an
+    array on first read and kept (corpora patched from one another share the postings
+    of the words no patch touched: the same rows; threads racing here store equal
+    arrays)."""
+    rows = corpus.postings.get(word)
+    if rows is None or isinstance(rows, np.ndarray):
+        return rows
+    made = np.asarray(rows, dtype=np.intp)
+    corpus.postings[word] = made
+    return made
+
+
 def bm25(corpus: Corpus, terms: Collection[str], *, k1: float = K1, b: float = B) -> FloatArray:
     """BM25 of every row for the query's terms (module docstring); 0 for no match."""
     scores = np.zeros(len(corpus), dtype=np.float64)
@@ -327,7 +346,7 @@ def bm25(corpus: Corpus, terms: Collection[str], *, k1: float = K1, b: float = B
     if not n:
         return scores
     for term in sorted(set(terms)):  # one order of the sum in every process (str hashes vary)
-        rows = corpus.postings.get(term)
+        rows = rows_of(corpus, term)
         if rows is None:
             continue
         df = len(rows)

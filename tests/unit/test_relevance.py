@@ -20,6 +20,7 @@ from memlane.pipeline.relevance import (
     cosines,
     patch_corpus,
     relevance,
+    rows_of,
 )
 
 MODEL = "toy-3"
@@ -133,7 +134,7 @@ def _snapshot(corpus):
     return (
         corpus.ids,
         corpus.vectors.copy(),
-        {w: rows.tolist() for w, rows in corpus.postings.items()},
+        {w: list(rows_of(corpus, w)) for w in corpus.postings},
         corpus.lengths.copy(),
         corpus.live.copy(),
     )
@@ -177,9 +178,9 @@ def test_a_patch_leaves_every_earlier_corpus_as_it_was() -> None:
     )
     # the postings follow the patch: m1 gained "tea", m2 is gone
     assert "m2" not in [second.ids[i] for i in np.flatnonzero(second.live)]
-    assert second.postings["tea"].tolist() == [1, 6]
-    assert 2 not in second.postings["user"].tolist() and 7 in second.postings["user"].tolist()
-    assert "w1" in first.postings and first.postings["tea"].tolist() == [6]
+    assert list(rows_of(second, "tea")) == [1, 6]
+    assert 2 not in list(rows_of(second, "user")) and 7 in list(rows_of(second, "user"))
+    assert "w1" in first.postings and list(rows_of(first, "tea")) == [6]
 
 
 # Scores of a query's terms summed in the order of a set of strings, whose hashes (and so
