@@ -6,10 +6,10 @@
 - Every later one: the change number alone, one small read that is all most assemblies
   pay; when it moved, the rows written since, patched into the view (UserView.patch). A
   write committed before an assembly starts is always seen by it, in any process.
-- A large user (more than `eager_items` items of all time) is loaded by a background
-  thread: their first assemblies read the store until the view is ready, rather than
-  wait for it (a load's cost grows with the user: bench/README.md). `warm` loads a user
-  at once.
+- A large user (more than `eager_items` items of all time; on PostgreSQL EAGER_ITEMS,
+  on SQLite none) is loaded by a background thread: their first assemblies read the
+  store until the view is ready, rather than wait for it (a load's cost grows with the
+  user: bench/README.md). `warm` loads a user at once.
 - Bounded: at most `budget_mb` of views (their estimated size), the least recently used
   users evicted whole. A user too large for the bound is not kept: the caller reads the
   store for them (`view` returns None), as it does for a user whose vectors belong to two
@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
@@ -35,9 +36,11 @@ from memlane.pipeline.records import SoulBlock
 from memlane.pipeline.user_view import RECORD_BYTES, UserView
 
 MB = 1024 * 1024
-# Users with at most this many items load with their first assembly (a wait it can
-# afford: at 5k ~55-75 ms of CPU, about what the store read serving it meanwhile takes on
-# PostgreSQL, half of it on SQLite: bench/README.md); larger ones in the background.
+# On PostgreSQL, users with at most this many items load with their first assembly (a
+# wait it can afford: at 5k ~55 ms of CPU, about what the store read serving it
+# meanwhile takes); larger ones in the background. On SQLite every user loads at once:
+# its store read was no faster than the load at any size measured, half as fast up to
+# 10k (bench/README.md).
 EAGER_ITEMS = 5000
 
 log = logging.getLogger("memlane.working_set")
@@ -135,9 +138,11 @@ class WorkingSet:
 
     STRIPES = 64
 
-    def __init__(self, url: str, *, budget_mb: float, eager_items: int = EAGER_ITEMS) -> None:
+    def __init__(self, url: str, *, budget_mb: float, eager_items: int | None = None) -> None:
         self.url = url
         self.budget_bytes = int(budget_mb * MB)
+        if eager_items is None:
+            eager_items = EAGER_ITEMS if url.startswith("postgresql") else sys.maxsize
         self.eager_items = eager_items
         self._users: OrderedDict[str, _User] = OrderedDict()
         self._lock = threading.Lock()
