@@ -11,9 +11,9 @@
   store until the view is ready, rather than wait for it (a load's cost grows with the
   user: bench/README.md). `warm` loads a user at once.
 - Bounded: at most `budget_mb` of views (their estimated size), the least recently used
-  users evicted whole. A user too large for the bound is not kept: the caller reads the
-  store for them (`view` returns None), as it does for a user whose vectors belong to two
-  embedders while `memlane reembed` runs.
+  users evicted whole. A user too large for the bound is not kept, nor loaded again on
+  their next assemblies: the caller reads the store for them (`view` returns None), as
+  it does for a user whose vectors belong to two embedders while `memlane reembed` runs.
 """
 
 from __future__ import annotations
@@ -148,6 +148,9 @@ class WorkingSet:
         self._lock = threading.Lock()
         self._user_locks = [threading.Lock() for _ in range(self.STRIPES)]
         self._loading: dict[str, threading.Thread] = {}
+        # users found too large for the bound: the store serves them without a load on
+        # every assembly (`warm` or `forget` lets them try again)
+        self._refused: set[str] = set()
 
     @property
     def size_bytes(self) -> int:
@@ -170,10 +173,11 @@ class WorkingSet:
                 if user is not None:
                     self._users.move_to_end(user_id)
                 loading = user_id in self._loading
+                refused = user_id in self._refused
             if user is not None and user.view_for != (model, dim):
                 user = None  # another embedder: its vectors are read afresh
             if user is None:
-                if loading:
+                if loading or refused:
                     return None
                 if read_unit(self.url, lambda s: refs.issued(s, user_id)) > self.eager_items:
                     with self._lock:
@@ -206,6 +210,7 @@ class WorkingSet:
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._users.pop(user_id, None)
+            self._refused.discard(user_id)
 
     def _catch_up(self, user_id: str, user: _User) -> bool:
         """Apply what was written since the user's view was current (module docstring).
@@ -234,7 +239,9 @@ class WorkingSet:
         self._users.move_to_end(user_id)
         if user.bytes > self.budget_bytes:
             self._users.pop(user_id, None)
+            self._refused.add(user_id)
             return None
+        self._refused.discard(user_id)
         while self.size_bytes > self.budget_bytes and len(self._users) > 1:
             self._users.popitem(last=False)
         return user.view

@@ -12,12 +12,15 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, event, text
+from sqlalchemy.orm import Session
 
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
+from memlane.models import working_set
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.store import changes, context_items
 from memlane.models.working_set import WorkingSet
@@ -154,6 +157,30 @@ def test_the_bound_holds_under_a_stream_of_users(db_url: str) -> None:
     assert all(seen) and "user0" not in working  # least recently used went first
     tiny = WorkingSet(db_url, budget_mb=0.001)  # a user too large for the bound
     assert tiny.view("user0", model=embedder.name, dim=embedder.dim) is None
+
+
+def test_a_user_too_large_for_the_bound_is_loaded_once(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = load_settings(database_url=db_url)
+    embedder = get_embedder(settings)
+    with Memlane(settings) as lane:
+        for k in range(20):
+            lane.add_memory("big", {"content": f"Fact {k} about tea from shop s{k} in town t{k}."})
+    loads: list[str] = []
+    load = working_set._load
+
+    def counted(session: Session, user_id: str, *args: Any) -> Any:
+        loads.append(user_id)
+        return load(session, user_id, *args)
+
+    monkeypatch.setattr(working_set, "_load", counted)
+    tiny = WorkingSet(db_url, budget_mb=0.001)
+    for _ in range(3):  # the store serves them; one load found them too large
+        assert tiny.view("big", model=embedder.name, dim=embedder.dim) is None
+    assert loads == ["big"]
+    assert not tiny.warm("big", model=embedder.name, dim=embedder.dim)  # warm tries again
+    assert loads == ["big", "big"]
 
 
 def test_users_the_working_set_cannot_serve_go_to_the_store(db_url: str, now: datetime) -> None:
