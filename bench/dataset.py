@@ -42,7 +42,7 @@ from memlane.models.tables import (
     SoulBlockRow,
     UserState,
 )
-from memlane.pipeline.keywords import keywords
+from memlane.pipeline.keywords import keywords, topic_keywords
 from memlane.pipeline.records import ExtractedEpisode
 from memlane.workers.embedders import Embedder, get_embedder
 
@@ -534,13 +534,21 @@ def _copy_postgres(url: str, batch: list[dict[str, Any]], embedder: Embedder) ->
                         row["ref"],
                     )
                 )
-        with cursor.copy("COPY memory_keywords (memory_id, keyword, user_id) FROM STDIN") as copy:  # type: ignore[attr-defined]
+        columns = "memory_id, keyword, user_id, keyword_count, topic_count"
+        with cursor.copy(f"COPY memory_keywords ({columns}) FROM STDIN") as copy:  # type: ignore[attr-defined]
             for row in batch:
+                sizes = _sizes(row["keywords"])
                 for word in row["keywords"]:
-                    copy.write_row((row["id"], word[:100], row["user_id"]))
+                    copy.write_row((row["id"], word[:100], row["user_id"], *sizes))
         raw.commit()
     finally:
         raw.close()
+
+
+def _sizes(words: list[str]) -> tuple[int, int]:
+    """A posting's sizes, as the store writes them (models.store.keyword_index)."""
+    kept = frozenset(words)
+    return len(kept), len(topic_keywords(kept))
 
 
 def _insert_sqlite(url: str, batch: list[dict[str, Any]], embedder: Embedder) -> None:
@@ -554,8 +562,15 @@ def _insert_sqlite(url: str, batch: list[dict[str, Any]], embedder: Embedder) ->
         for row in batch
     ]
     index = [
-        {"memory_id": row["id"], "keyword": word[:100], "user_id": row["user_id"]}
+        {
+            "memory_id": row["id"],
+            "keyword": word[:100],
+            "user_id": row["user_id"],
+            "keyword_count": keyword_count,
+            "topic_count": topic_count,
+        }
         for row in batch
+        for keyword_count, topic_count in (_sizes(row["keywords"]),)
         for word in row["keywords"]
     ]
     with unit_of_work(url) as session:

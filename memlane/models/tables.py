@@ -230,7 +230,16 @@ class MemoryKeyword(Base):
 
     __tablename__ = "memory_keywords"
     __table_args__ = (
-        Index("ix_memory_keywords_user_keyword_memory", "user_id", "keyword", "memory_id"),
+        # Dedup reads a keyword's postings within a range of sizes (migration 0010);
+        # retrieval's lexical read uses its (user_id, keyword) prefix and memory_id.
+        Index(
+            "ix_memory_keywords_user_keyword_sizes",
+            "user_id",
+            "keyword",
+            "topic_count",
+            "keyword_count",
+            "memory_id",
+        ),
     )
 
     memory_id: Mapped[str] = mapped_column(
@@ -238,6 +247,10 @@ class MemoryKeyword(Base):
     )
     keyword: Mapped[str] = mapped_column(String(100), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200))
+    # The memory's keyword set's size, and its topic set's (without the polarity stems):
+    # the prefix filter's length filter runs on the postings (memlane.pipeline.prefix_filter).
+    keyword_count: Mapped[int] = mapped_column(Integer)
+    topic_count: Mapped[int] = mapped_column(Integer)
 
 
 class MemoryKeywordCount(Base):

@@ -50,33 +50,73 @@ def required_overlap(size: int, threshold: float) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Probe:
-    """Read the postings of `words`; a stored memory found `at_least` times is a
-    candidate, one found fewer times cannot be a duplicate or a conflict."""
+    """Read the postings of `words` (rarest first) of the stored memories whose size is
+    at least `smallest` and at most `largest[i]` for `words[i]`; a memory of size s found
+    `at_least[s - smallest]` times is a candidate, one found fewer times cannot be a
+    duplicate or a conflict. A size is of the memory's topic set when `topic`, else of
+    its whole keyword set (each posting carries both)."""
 
     words: tuple[str, ...]
-    at_least: int
+    largest: tuple[int, ...]
+    smallest: int
+    at_least: tuple[int, ...]
+    topic: bool
+
+    def reads(self, size: int) -> int:
+        """How many of `words` are read for a memory of that size (a prefix)."""
+        return sum(size <= big for big in self.largest)
 
 
 def probe(
-    words: frozenset[str], frequency: Mapping[str, int], *, threshold: float, total: int = 0
+    words: frozenset[str],
+    frequency: Mapping[str, int],
+    *,
+    threshold: float,
+    total: int = 0,
+    topic: bool = False,
 ) -> Probe | None:
     """The probe of one keyword set (None for an empty set), rarest keywords first
     (ties by the keyword), a keyword the store lacks counting as 0. `total`: how many
-    memories the store indexes (for the estimate of the rows a probe finds)."""
+    memories the store indexes (for the estimate of the rows a probe finds). `topic`:
+    the stored sizes it filters on are of topic sets (the set is a topic, or has no
+    polarity stem: see `probes`)."""
     if not words:
         return None
-    alpha = required_overlap(len(words), threshold)
+    n = len(words)
     ordered = sorted(words, key=lambda word: (frequency.get(word, 0), word))
     counts = [frequency.get(word, 0) for word in ordered]
-    read = len(words) - alpha + 1
+    # The sizes a t-similar set can have (`length_fits`, as `Matcher` computes it) and the
+    # keywords it must share at each: o / (n + s − o) ≥ t, the least o.
+    smallest = max(1, math.ceil(threshold * n - _EPSILON))
+    sizes = range(smallest, math.floor(n / threshold + _EPSILON) + 1)
+    overlap = [_least_overlap(n, s, threshold) for s in sizes]
+    alpha = overlap[0]
+    read = n - alpha + 1
     size = max([total, *counts, 1])
     # One keyword more (and one more shared keyword required) while reading its postings
     # costs less than reading the rows the probe would find without it.
-    while read < len(words) and counts[read] <= POSTINGS_PER_ROW * _rows_found(
-        counts[:read], at_least=alpha - (len(words) - read), size=size
+    while read < n and counts[read] <= POSTINGS_PER_ROW * _rows_found(
+        counts[:read], at_least=alpha - (n - read), size=size
     ):
         read += 1
-    return Probe(tuple(ordered[:read]), alpha - (len(words) - read))
+    # A larger stored set must share more (its α(s) grows with s), so its prefix is
+    # shorter: each size reads its own n − α(s) + 1 keywords, plus the same extension.
+    extra = read - (n - alpha + 1)
+    prefix = [min(n, n - a + 1 + extra) for a in overlap]
+    largest = tuple(
+        max(s for s, k in zip(sizes, prefix, strict=True) if k > i) for i in range(read)
+    )
+    at_least = tuple(a - (n - k) for a, k in zip(overlap, prefix, strict=True))
+    return Probe(tuple(ordered[:read]), largest, smallest, at_least, topic)
+
+
+def _least_overlap(n: int, s: int, threshold: float) -> int:
+    """The fewest shared keywords o with which sets of n and s keywords have Jaccard ≥ t,
+    by the division `Matcher` does (so no float rounding parts the two)."""
+    return next(
+        (o for o in range(1, min(n, s) + 1) if o / (n + s - o) >= threshold - _EPSILON),
+        min(n, s) + 1,  # never: within the length bounds o = min(n, s) always is enough
+    )
 
 
 def _rows_found(counts: Sequence[int], *, at_least: int, size: int) -> float:
@@ -98,20 +138,34 @@ def probes(
     threshold: float,
     total: int = 0,
 ) -> list[Probe]:
-    """Every probe a batch of new memories needs: one for each keyword set and one for
-    its topic (the polarity guard's), without repeats."""
+    """Every probe a batch of new memories needs, without repeats: for a set with a
+    polarity stem, one of its keywords (stored sizes of whole sets) and one of its topic
+    (stored topic sizes, the polarity guard's); for one without, the topic probe alone,
+    which finds its duplicates too: x ∩ y = x ∩ topic(y) and topic(y) ⊆ y, so
+    J(x, topic(y)) ≥ J(x, y)."""
     found: dict[Probe, None] = {}
     for words in keyword_sets:
-        for part in (words, topic_keywords(words)):
-            made = probe(part, frequency, threshold=threshold, total=total)
+        topic = topic_keywords(words)
+        parts = [(topic, True)] if topic == words else [(words, False), (topic, True)]
+        for part, of_topic in parts:
+            made = probe(part, frequency, threshold=threshold, total=total, topic=of_topic)
             if made is not None:
                 found[made] = None
     return list(found)
 
 
+def stored_size(probe_: Probe, stored: frozenset[str]) -> int:
+    """The size of a stored keyword set that the probe filters on."""
+    return len(topic_keywords(stored)) if probe_.topic else len(stored)
+
+
 def matches(probe_: Probe, stored: frozenset[str]) -> bool:
     """Whether a stored keyword set passes the probe (what the index lookup computes)."""
-    return sum(word in stored for word in probe_.words) >= probe_.at_least
+    size = stored_size(probe_, stored)
+    if not 0 <= size - probe_.smallest < len(probe_.at_least):
+        return False
+    read = probe_.words[: probe_.reads(size)]
+    return sum(word in stored for word in read) >= probe_.at_least[size - probe_.smallest]
 
 
 def length_fits(new: frozenset[str], stored: frozenset[str], *, threshold: float) -> bool:

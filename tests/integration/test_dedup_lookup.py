@@ -164,3 +164,32 @@ def test_the_frequencies_follow_the_index(db_url: str, now: datetime) -> None:
     with unit_of_work(db_url) as s:
         users.erase(s, "u1", now=datetime.now(UTC))
     assert counted(db_url, "u1") == ({}, {})
+
+
+def test_words_sharing_one_posting_still_find_every_match(db_url: str, now: datetime) -> None:
+    # Two keywords of 101 characters share their first 100, the index's one posting:
+    # it counts once where the probe needs both.
+    long = "q" * 100
+    contents = [
+        f"User likes {long}b and {long}d with java",  # the same keywords as the new one
+        f"User likes {long}b and {long}d with java and rust",  # Jaccard 4/5
+        f"User likes {long}b with rust and go",  # 2 of 6 shared: not similar
+        *(f"User likes java and rust in project {i}" for i in range(4)),  # the long are rarest
+    ]
+    with unit_of_work(db_url) as s:
+        ids = [
+            memories.add(
+                s,
+                user_id="u1",
+                memory=MemoryCreate(content=content),
+                keywords=keywords(content),
+                embedding=None,
+                embedding_model="test",
+                now=now,
+            ).id
+            for content in contents
+        ]
+    new = keywords(contents[0])
+    with unit_of_work(db_url) as s:
+        found = dedup_reads.candidates(s, "u1", [new], threshold=DEDUP_THRESHOLD)
+    assert [m.id for m in found] == sorted(ids[:2])

@@ -180,9 +180,9 @@ def test_postgres_has_the_lexical_index_and_0002_goes_down_and_up(pg_url: str) -
         assert "USING gin (content_tsv)" in index
         migrate.upgrade(url)
         with get_engine(url).connect() as conn:
-            # 0003: the keyword index covers memory_id; the GIN index is gone
+            # 0003: the keyword index covers memory_id (0010: and the sizes); no GIN index
             names = set(conn.execute(text("SELECT indexname FROM pg_indexes")).scalars())
-        assert "ix_memory_keywords_user_keyword_memory" in names
+        assert "ix_memory_keywords_user_keyword_sizes" in names
         assert "ix_memories_content_tsv" not in names
         # 0004: a 2.5 KB row keeps its embedding in the row; before, it went to TOAST
         assert _toasted_after_a_long_memory(url) == 0
@@ -391,6 +391,15 @@ def _check_0006(url: str) -> None:
         "user": 1,
         "": 3,  # the memories indexed
     }
+    # 0010: each posting carries its memory's keyword and topic set sizes (polarity
+    # stems out), from the keywords 0006 left
+    with unit_of_work(url) as session:
+        sizes = set(
+            session.execute(
+                text("SELECT memory_id, keyword_count, topic_count FROM memory_keywords")
+            ).all()
+        )
+    assert sizes == {("m1", 2, 1), ("m2", 4, 4), ("m3", 2, 1), ("m4", 2, 1)}
     migrate.downgrade(url, "0005")
     migrate.upgrade(url)
 

@@ -495,7 +495,7 @@ def _top_pool(sims: Any, k: int) -> list[int]:
 def _keyword_matches(words: list[Any]) -> Any:
     """Ids of the user's memories sharing the most of the query's selective `words`
     (see `_selective`), at most `lexical_k`: an index-only scan of
-    `ix_memory_keywords_user_keyword_memory` (migration 0003)."""
+    `ix_memory_keywords_user_keyword_sizes` (migration 0010; 0003 made it index-only)."""
     shared = func.count(MemoryKeyword.keyword)
     selective = _selective(words).subquery("selective_words")
     return (

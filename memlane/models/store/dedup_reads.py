@@ -41,9 +41,11 @@ def candidates(
     if not sets:
         return []
     sql = _Sql(session)
-    wanted = sorted({keyword_index.posting(w) for w in set().union(*sets)} | {keyword_index.TOTAL})
-    frequency = dict(sql.rows(*sql.frequencies(user_id, wanted)))
-    total = frequency.pop(keyword_index.TOTAL, 0)
+    words = set().union(*sets)
+    wanted = sorted({keyword_index.posting(w) for w in words} | {keyword_index.TOTAL})
+    counted = dict(sql.rows(*sql.frequencies(user_id, wanted)))
+    total = counted.pop(keyword_index.TOTAL, 0)
+    frequency = {w: counted.get(keyword_index.posting(w), 0) for w in words}
     made = probes(sets, frequency, threshold=threshold, total=total)
     # The keywords alone first (a memory the probes find is most often no match), then
     # the whole rows of those that may match.
@@ -99,24 +101,70 @@ class _Sql:
 
     def found(self, user_id: str, made: Sequence[Probe]) -> tuple[str, dict[str, Any]]:
         """The id and keywords (JSON text) of every active or forgotten memory a probe
-        finds."""
+        finds: each probe's postings read in the index (user, keyword, topic size, size)
+        within each word's size range, counted per memory, nothing read of the rows."""
         params: dict[str, Any] = {"user_id": user_id}
-        parts = []
-        for i, probe in enumerate(made):
-            words = sorted({keyword_index.posting(w) for w in probe.words})
-            part = (
-                "SELECT memory_id FROM memory_keywords WHERE user_id = "
-                f"{self._param('user_id')} AND {self._any_of(f'w{i}', words, params)}"
-            )
-            # Two words of over 100 characters may share one posting: it counts for both.
-            at_least = probe.at_least - (len(probe.words) - len(words))
-            if at_least > 1:
-                params[f"n{i}"] = at_least
-                part += f" GROUP BY memory_id HAVING count(*) >= {self._param(f'n{i}')}"
-            parts.append(part)
+        parts = [self._probe(i, probe, params) for i, probe in enumerate(made)]
         keywords = "CAST(keywords AS TEXT)" if self.postgres else "keywords"
         text = (
             f"SELECT id, {keywords} FROM memories WHERE id IN ({' UNION '.join(parts)})"
             " AND status IN ('active', 'deleted')"
         )
         return text, params
+
+    def _probe(self, i: int, probe: Probe, params: dict[str, Any]) -> str:
+        words, largest, at_least = _postings(probe)
+        size = "topic_count" if probe.topic else "keyword_count"
+        # topic_count ≤ keyword_count: the index's range on its leading size holds both
+        ranged = (
+            "topic_count BETWEEN {low} AND {high}"
+            if probe.topic
+            else "topic_count <= {high} AND keyword_count BETWEEN {low} AND {high}"
+        )
+        params[f"lo{i}"] = probe.smallest
+        low = self._param(f"lo{i}")
+        if self.postgres:
+            params[f"w{i}"], params[f"h{i}"], params[f"n{i}"] = words, largest, at_least
+            return (
+                f"SELECT k.memory_id FROM unnest(CAST({self._param(f'w{i}')} AS text[]),"
+                f" CAST({self._param(f'h{i}')} AS int[])) AS p(keyword, largest)"
+                " JOIN memory_keywords k ON k.keyword = p.keyword"
+                f" WHERE k.user_id = {self._param('user_id')} AND "
+                + ranged.format(low=low, high="p.largest")
+                + f" GROUP BY k.memory_id, k.{size} HAVING count(*) >="
+                f" (CAST({self._param(f'n{i}')} AS int[]))[k.{size} - {low} + 1]"
+            )
+        reads = []
+        for j, (word, high) in enumerate(zip(words, largest, strict=True)):
+            params[f"w{i}_{j}"], params[f"h{i}_{j}"] = word, high
+            reads.append(
+                f"SELECT memory_id, {size} AS size FROM memory_keywords WHERE user_id ="
+                f" {self._param('user_id')} AND keyword = {self._param(f'w{i}_{j}')} AND "
+                + ranged.format(low=low, high=self._param(f"h{i}_{j}"))
+            )
+        cases = []
+        for j, need in enumerate(at_least):
+            params[f"n{i}_{j}"] = need
+            cases.append(f"WHEN {j} THEN {self._param(f'n{i}_{j}')}")
+        return (
+            f"SELECT memory_id FROM ({' UNION ALL '.join(reads)}) GROUP BY memory_id, size"
+            f" HAVING count(*) >= CASE size - {low} {' '.join(cases)} END"
+        )
+
+
+def _postings(probe: Probe) -> tuple[list[str], list[int], list[int]]:
+    """The probe as postings: its words cut to the index's length, each with the largest
+    size it is read for, and the count needed at each size. Two words of over 100
+    characters may share one posting: it is read for either's sizes, and where both are
+    read it counts once for two."""
+    largest: dict[str, int] = {}
+    for word, high in zip(probe.words, probe.largest, strict=True):
+        key = keyword_index.posting(word)
+        largest[key] = max(high, largest.get(key, high))
+    at_least = []
+    for j, need in enumerate(probe.at_least):
+        read = probe.words[: probe.reads(probe.smallest + j)]
+        merged = len(read) - len({keyword_index.posting(w) for w in read})
+        at_least.append(max(1, need - merged))
+    words = sorted(largest)
+    return words, [largest[w] for w in words], at_least

@@ -1,7 +1,8 @@
 """The inverted keyword index of memories (`memory_keywords`) and the per-user keyword
 frequencies kept beside it (`memory_keyword_counts`), written together: a count is how
 many postings of that user and keyword the index holds, whatever the memory's status,
-and the count of the empty keyword how many memories it indexes."""
+and the count of the empty keyword how many memories it indexes. Each posting carries its
+memory's keyword and topic set sizes, for the dedup lookup's length filter."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from memlane.models.tables import MemoryKeyword, MemoryKeywordCount
+from memlane.pipeline.keywords import topic_keywords
 
 MAX_KEYWORD = 100  # the column's length: longer keywords are indexed by their first 100
 # The count under the empty keyword (no token is empty) is how many memories the index
@@ -28,9 +30,16 @@ def posting(word: str) -> str:
 def index(session: Session, user_id: str, memories: Mapping[str, Iterable[str]]) -> None:
     """Index new memories (id → keywords) and count their keywords, in two statements."""
     postings = [
-        {"memory_id": memory_id, "keyword": word, "user_id": user_id}
+        {
+            "memory_id": memory_id,
+            "keyword": word,
+            "user_id": user_id,
+            "keyword_count": len(kept),
+            "topic_count": len(topic_keywords(kept)),
+        }
         for memory_id, words in memories.items()
-        for word in sorted({posting(w) for w in words})
+        for kept in (frozenset(words),)
+        for word in sorted({posting(w) for w in kept})
     ]
     if not postings:
         return
