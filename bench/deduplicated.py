@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 
 from memlane.config.settings import load_settings
 from memlane.pipeline.keywords import keywords
-from memlane.pipeline.prefix_filter import probe
+from memlane.pipeline.prefix_filter import matches, probe
 from memlane.pipeline.similarity import Statement, statements_duplicate
 
 
@@ -47,10 +47,8 @@ class DedupFilter:
             total=len(self.kept),
         )
         assert found is not None  # the set is not empty
-        hits: Counter[int] = Counter()
-        for word in found.words:
-            hits.update(self.postings.get(word, ()))
-        enough = [index for index, count in hits.items() if count >= found.at_least]
+        hits = {index for word in found.words for index in self.postings.get(word, ())}
+        enough = [index for index in sorted(hits) if matches(found, self.kept[index].keywords)]
         return any(
             statements_duplicate(
                 statement,

@@ -1,13 +1,14 @@
 """How long a data migration takes on a 100k-memory store.
 
-    python -m bench.migrations [--backends postgresql,sqlite] [--to 0009]
+    python -m bench.migrations [--backends postgresql,sqlite] [--to 0010]
 
 Builds a store at revision 0004 with raw SQL (100 users, 100k memories each evidenced by
 a message of its conversation, half of them made by a job, 10k jobs and episodes, 100k
 messages), upgrades it untimed to the revision before `--to`, then times the upgrade to
 `--to`: 0005 (confirmed_at, refs, dated episodes, the change feed), 0007 (memory_events,
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
-erasures table). PostgreSQL uses its own scratch database, dropped afterwards.
+erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
+at 0009, 1M postings). PostgreSQL uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import time
 import psycopg
 from sqlalchemy import text
 
-from bench.common import PG_ADMIN_URL, machine, pg_url
+from bench.common import DB_SUFFIX, PG_ADMIN_URL, machine, pg_url
 from memlane.models import migrate
 from memlane.models.db import get_engine
 
-DATABASE = "memlane_bench_migrations"
+DATABASE = "memlane_bench_migrations" + DB_SUFFIX
 MEMORIES = 100_000
 
 
@@ -65,12 +66,40 @@ def _fill(url: str, postgres: bool) -> None:
             conn.execute(text(statement))
 
 
+def _fill_keywords(url: str, postgres: bool) -> None:
+    """Ten keywords a memory (one in five with a polarity stem), as the index and the
+    memories' keyword lists: the 1M postings 0010 sizes (0006 left the index empty)."""
+    rows = (
+        "memories m, generate_series(0, 9) AS g(j)"
+        if postgres
+        else "memories m, (WITH RECURSIVE g(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM g"
+        " WHERE j < 9) SELECT j FROM g) AS g"
+    )
+    number = "CAST(substr(m.id, 4) AS INTEGER)"
+    word = (
+        f"CASE WHEN g.j = 0 AND {number} % 5 = 0 THEN 'like'"
+        f" ELSE 'w' || g.j || '_' || ({number} % 997) END"
+    )
+    aggregate = "json_agg(keyword ORDER BY keyword)" if postgres else "json_group_array(keyword)"
+    statements = [
+        f"INSERT INTO memory_keywords (memory_id, keyword, user_id) SELECT m.id, {word},"
+        f" m.user_id FROM {rows}",
+        f"UPDATE memories SET keywords = s.words FROM (SELECT memory_id, {aggregate} AS words"
+        " FROM memory_keywords GROUP BY memory_id) AS s WHERE memories.id = s.memory_id",
+    ]
+    with get_engine(url).begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+
+
 def _time(url: str, postgres: bool, target: str) -> float:
     migrate.upgrade(url, "0004")
     _fill(url, postgres)
     before = f"{int(target) - 1:04d}"
     if before != "0004":
         migrate.upgrade(url, before)
+    if int(target) >= 10:
+        _fill_keywords(url, postgres)
     get_engine(url).dispose()
     started = time.perf_counter()
     migrate.upgrade(url, target)
@@ -82,7 +111,7 @@ def _time(url: str, postgres: bool, target: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="postgresql,sqlite")
-    parser.add_argument("--to", default="0009", help="the revision timed (0005 or later)")
+    parser.add_argument("--to", default="0010", help="the revision timed (0005 or later)")
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for backend in args.backends.split(","):

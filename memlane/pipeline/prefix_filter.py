@@ -17,14 +17,28 @@ from the frequencies): posting lists read in the index instead of fetching every
 that shares a single rare keyword (on bench.dedup's 100k store: tens of rows at p50,
 not ~2,900).
 
-The same holds for what the polarity guard needs: a conflict needs Jaccard ≥ t between
-the topic sets (memlane.pipeline.similarity), so the topic set gets its own probe. Below
-min_keywords a duplicate is the same text and a conflict the same topic: equal keyword
-(topic) sets, which share every keyword, so every probe finds them too. A statement with
-no keyword at all is matched by its exact text alone, which no keyword index finds.
+The length filter and the sizes' own prefixes: a stored y of size s has J(x, y) ≥ t only
+within t·|x| ≤ s ≤ |x|/t (`length_fits`), and then shares α(s) = the least o with
+o / (|x| + s − o) ≥ t, which grows with s (for t = 0.6 and |x| = 8: 5 at s = 5, all 8 at
+s = 13). So each size reads its own prefix, |x| − α(s) + 1 keywords (plus the extension
+above), and needs its own count; every posting carries its memory's sizes
+(models.store.keyword_index), so the index reads only the sizes a keyword is read for.
+A long template sentence that shares five common words with a short new one is no
+longer read at all.
 
-The length filter: a duplicate y has t·|x| ≤ |y| ≤ |x|/t (`length_fits`); the store
-applies it, with the exact rules, to the rows a probe finds.
+The same holds for what the polarity guard needs: a conflict needs Jaccard ≥ t between
+the topic sets (memlane.pipeline.similarity), so the topic set gets its own probe, on
+the stored topic sets' sizes. For a set with no polarity stem that probe finds its
+duplicates too (`probes`). Below min_keywords a duplicate is the same text and a
+conflict the same topic: equal keyword (topic) sets, which share every keyword, so every
+probe finds them too. A statement with no keyword at all is matched by its exact text
+alone, which no keyword index finds.
+
+Not used: PPJoin's positional filter. It bounds the overlap by where a shared keyword
+stands in both sets' orders, which must be one global order; the order here is by the
+store's current frequencies, and positions stored with a posting would follow the
+frequencies at its writing, so the two orders part as the store grows and the bound
+would drop true matches. The sizes stay true for as long as the memory's keywords do.
 """
 
 from __future__ import annotations
