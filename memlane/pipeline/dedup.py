@@ -202,15 +202,43 @@ def _recency(sightings: Sequence[Sighting], indices: Sequence[int]) -> tuple[int
     return max(sightings[i].evidence_to_seq for i in indices), max(indices)
 
 
+class _Known:
+    """The statements of known memories, each made when first compared: a short new
+    memory may duplicate hundreds of stored ones (bench/README.md, dedup), and only the
+    best of them needs its polarity read from its text."""
+
+    def __init__(self, records: Sequence[MemoryRecord]) -> None:
+        self.keywords = [k.keywords or keywords(k.content) for k in records]
+        self._texts = [k.content for k in records]
+        self._made: dict[int, Statement] = {}
+
+    def __getitem__(self, position: int) -> Statement:
+        made = self._made.get(position)
+        if made is None:
+            made = Statement.of(self._texts[position], self.keywords[position])
+            self._made[position] = made
+        return made
+
+
 def _best_duplicate(
-    statement: Statement, stored: Sequence[Statement], threshold: float, min_keywords: int
+    statement: Statement, stored: _Known, threshold: float, min_keywords: int
 ) -> int | None:
-    matches = [
-        (-jaccard(statement.keywords, other.keywords), position)
-        for position, other in enumerate(stored)
-        if statements_duplicate(statement, other, threshold=threshold, min_keywords=min_keywords)
-    ]
-    return min(matches)[1] if matches else None
+    """The duplicate of highest keyword Jaccard, ties by position: the first duplicate
+    in that order, so the statements behind it are never made."""
+    ranked = sorted(
+        (-jaccard(statement.keywords, words), position)
+        for position, words in enumerate(stored.keywords)
+    )
+    return next(
+        (
+            position
+            for _, position in ranked
+            if statements_duplicate(
+                statement, stored[position], threshold=threshold, min_keywords=min_keywords
+            )
+        ),
+        None,
+    )
 
 
 def _bump_or_reread(
@@ -281,11 +309,11 @@ def plan(
     duplicate = partial(statements_duplicate, threshold=threshold, min_keywords=min_keywords)
     conflict = partial(statements_conflict, threshold=threshold, min_keywords=min_keywords)
     active = sorted((k for k in known if k.status == "active"), key=lambda k: k.id)
-    stored = [Statement.of(k.content, k.keywords or keywords(k.content)) for k in active]
+    stored = _Known(active)
     new = [Statement.of(s.memory.content, s.keywords) for s in extracted]
 
     gone = sorted((k for k in known if k.status == "deleted"), key=lambda k: k.id)
-    tombstones = [Statement.of(k.content, k.keywords or keywords(k.content)) for k in gone]
+    tombstones = _Known(gone)
 
     confirming: dict[int, list[int]] = {}
     dropped: dict[int, list[int]] = {}
@@ -361,8 +389,7 @@ def duplicate_of(
     statement = Statement.of(content, words)
     for status in ("active", "deleted"):
         pool = sorted((k for k in known if k.status == status), key=lambda k: k.id)
-        stored = [Statement.of(k.content, k.keywords or keywords(k.content)) for k in pool]
-        position = _best_duplicate(statement, stored, threshold, min_keywords)
+        position = _best_duplicate(statement, _Known(pool), threshold, min_keywords)
         if position is not None:
             return pool[position]
     return None

@@ -16,11 +16,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import String, any_, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from memlane.models.store import keyword_index
-from memlane.models.store.user_items import keywords_of, memory_record, record_columns
+from memlane.models.store.user_items import memory_record, record_columns
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.prefix_filter import Matcher, Probe, probes
 from memlane.pipeline.records import MemoryRecord
@@ -41,28 +42,36 @@ def candidates(
     if not sets:
         return []
     sql = _Sql(session)
-    words = set().union(*sets)
-    wanted = sorted({keyword_index.posting(w) for w in words} | {keyword_index.TOTAL})
+    every = set().union(*sets)
+    wanted = sorted({keyword_index.posting(w) for w in every} | {keyword_index.TOTAL})
     counted = dict(sql.rows(*sql.frequencies(user_id, wanted)))
     total = counted.pop(keyword_index.TOTAL, 0)
-    frequency = {w: counted.get(keyword_index.posting(w), 0) for w in words}
+    frequency = {w: counted.get(keyword_index.posting(w), 0) for w in every}
     made = probes(sets, frequency, threshold=threshold, total=total)
     # The keywords alone first (a memory the probes find is most often no match), then
-    # the whole rows of those that may match.
+    # the whole rows of those that may match, their keywords parsed once.
     light = sql.rows(*sql.found(user_id, made))
     parsed = json.loads("[" + ",".join(words or "[]" for _, words in light) + "]")
     may_match = Matcher(sets, threshold=threshold)
-    kept = sorted(
-        memory_id
-        for (memory_id, _), words in zip(light, parsed, strict=True)
-        if may_match(frozenset(words))
-    )
-    if not kept:
+    found: dict[str, frozenset[str]] = {}
+    for (memory_id, _), listed in zip(light, parsed, strict=True):
+        stored = frozenset(listed)
+        if may_match(stored):
+            found[memory_id] = stored
+    if not found:
         return []
-    rows = session.execute(
-        select(*record_columns()).where(MemoryRow.id.in_(kept)).order_by(MemoryRow.id)
-    ).all()
-    return [memory_record(row, words) for row, words in zip(rows, keywords_of(rows), strict=True)]
+    # A short statement may match hundreds: one array parameter on PostgreSQL, not as
+    # many bound values rendered into the statement.
+    ids = (
+        MemoryRow.id == any_(bindparam("ids", sorted(found), type_=ARRAY(String)))
+        if sql.postgres
+        else MemoryRow.id.in_(sorted(found))
+    )
+    rows = session.execute(select(*record_columns()).where(ids).order_by(MemoryRow.id)).all()
+    return [memory_record(row, found[row[_ID]]) for row in rows]
+
+
+_ID = [column.key for column in record_columns()].index("id")
 
 
 class _Sql:
