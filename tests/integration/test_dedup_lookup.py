@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
@@ -63,6 +64,19 @@ def stored(url: str, user: str) -> list[MemoryRecord]:
         ]
 
 
+def add(session: Session, user: str, content: str, now: datetime) -> str:
+    """Store a memory by hand (its keywords indexed and counted); its id."""
+    return memories.add(
+        session,
+        user_id=user,
+        memory=MemoryCreate(content=content),
+        keywords=keywords(content),
+        embedding=None,
+        embedding_model="test",
+        now=now,
+    ).id
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_sql_lookup_finds_what_the_prefix_filter_finds(
     db_url: str, now: datetime, seed: int
@@ -70,29 +84,12 @@ def test_the_sql_lookup_finds_what_the_prefix_filter_finds(
     rng = random.Random(seed)
     with unit_of_work(db_url) as s:
         for _ in range(60):
-            added = memories.add(
-                s,
-                user_id="u1",
-                memory=MemoryCreate(content=(content := text(rng))),
-                keywords=keywords(content),
-                embedding=None,
-                embedding_model="test",
-                now=now,
-            )
+            added = add(s, "u1", text(rng), now)
             if rng.random() < 0.3:
-                memory_changes.set_status(s, "u1", added.id, rng.choice(["deleted", "superseded"]))
+                memory_changes.set_status(s, "u1", added, rng.choice(["deleted", "superseded"]))
         # another user's identical memories are never found
         for _ in range(10):
-            content = text(rng)
-            memories.add(
-                s,
-                user_id="u2",
-                memory=MemoryCreate(content=content),
-                keywords=keywords(content),
-                embedding=None,
-                embedding_model="test",
-                now=now,
-            )
+            add(s, "u2", text(rng), now)
     store = stored(db_url, "u1")
     frequency = Counter(word for m in store for word in m.keywords)
     for _ in range(15):
@@ -110,21 +107,8 @@ def test_the_sql_lookup_finds_what_the_prefix_filter_finds(
 
 def test_the_frequencies_follow_the_index(db_url: str, now: datetime) -> None:
     rng = random.Random(7)
-    ids = []
     with unit_of_work(db_url) as s:
-        for _ in range(20):
-            content = text(rng)
-            ids.append(
-                memories.add(
-                    s,
-                    user_id="u1",
-                    memory=MemoryCreate(content=content),
-                    keywords=keywords(content),
-                    embedding=None,
-                    embedding_model="test",
-                    now=now,
-                ).id
-            )
+        ids = [add(s, "u1", text(rng), now) for _ in range(20)]
     sightings = [
         dedup.Sighting.of(
             ExtractedMemory(content=text(rng), category="fact", importance=0.5, confidence=1.0),
@@ -177,18 +161,7 @@ def test_words_sharing_one_posting_still_find_every_match(db_url: str, now: date
         *(f"User likes java and rust in project {i}" for i in range(4)),  # the long are rarest
     ]
     with unit_of_work(db_url) as s:
-        ids = [
-            memories.add(
-                s,
-                user_id="u1",
-                memory=MemoryCreate(content=content),
-                keywords=keywords(content),
-                embedding=None,
-                embedding_model="test",
-                now=now,
-            ).id
-            for content in contents
-        ]
+        ids = [add(s, "u1", content, now) for content in contents]
     new = keywords(contents[0])
     with unit_of_work(db_url) as s:
         found = dedup_reads.candidates(s, "u1", [new], threshold=DEDUP_THRESHOLD)
