@@ -23,6 +23,7 @@ from memlane.pipeline.assembly_filters import procedures_for_query
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
 from memlane.pipeline.budget import BudgetAsk, BudgetDefaults, resolve_budget, strategy_top_k
 from memlane.pipeline.context_format import Style
+from memlane.pipeline.exact_walk import assemble_from_view
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.scoring import Strategy, Weights, blend_relevance, default_lexical_weight
 from memlane.pipeline.tokens import encoding_for_model
@@ -147,28 +148,11 @@ class ContextBuilder:
             if query
             else None
         )
-        shortlist = view.shortlist(
+        return assemble_from_view(
+            view,
+            replace(request, retrieval_mode="working-set"),
             scores,
-            strategy=request.strategy,
-            now=request.now,
-            weights=request.weights,
-            half_life_hours=s.half_life_hours,
-            relevance_floor=s.relevance_floor,
-            include_sensitive=request.include_sensitive,
-            limit=view.shortlist_size(request.budget_tokens, request.style, s.walk_margin),
-            walk_tokens=s.walk_margin * request.budget_tokens if s.walk_margin > 0 else None,
-            style=request.style,
-        )
-        return assemble_context(
-            replace(
-                request,
-                retrieval_mode="working-set",
-                memories=shortlist.memories,
-                relevance=shortlist.relevance,
-                soul_blocks=view.soul_blocks,
-                episodes=shortlist.episodes,
-                procedures=shortlist.procedures,
-            )
+            walk_margin=s.walk_margin,
         )
 
     def _from_store(

@@ -221,13 +221,14 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         pool = _pool(request, relevance, candidates, episodes, procedures)
         for entry in pool:
             _take_if_it_fits(entry, account, budget, events)
+        room = budget - account.used
         place = {id(entry): i for i, entry in enumerate(pool)}
         candidates.sort(key=lambda e: place[id(e)])
         episodes.sort(key=lambda e: place[id(e)])
         procedures.sort(key=lambda e: place[id(e)])
         removable: list[_AnyEntry] = [*reversed(pool), *reversed(verified)]
     else:
-        _by_share(account, budget, request.memory_share, candidates)
+        room = _by_share(account, budget, request.memory_share, candidates)
         later: list[_AnyEntry] = [*episodes, *procedures]
         for entry in later:
             _take_if_it_fits(entry, account, budget, events)
@@ -265,6 +266,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         selection=selection,
         pack_data=_pack(request, budget, used, text, considered, excluded, events),
         included_memory_ids=[m.id for m in selection.memories],
+        room=room,
     )
 
 
@@ -327,8 +329,8 @@ def _relevance(entry: _AnyEntry) -> float:
 
 def _by_share(
     account: _Account, budget: int, memory_share: float, candidates: Sequence[_AnyEntry]
-) -> None:
-    """Rule 5: candidates, best first, within the memories' share."""
+) -> int:
+    """Rule 5: candidates, best first, within the memories' share; what is left of it."""
     soul_used = account.section_used.get("soul", 0)
     root = account.used - soul_used - account.section_used.get("memories", 0)
     memory_cap = math.floor(memory_share * (budget - root - soul_used))
@@ -340,6 +342,7 @@ def _by_share(
             )
         else:
             account.take(entry)
+    return memory_cap - account.section_used.get("memories", 0)
 
 
 def _take_if_it_fits(

@@ -127,6 +127,10 @@ class AssembledContext:
     selection: Selection  # what went in, in document order
     pack_data: PackData
     included_memory_ids: list[str]  # in document order, for record_access
+    # Tokens the ranked walk left: of the whole budget after rule 4's pool, of the
+    # memories' share after rule 5's candidates (no later ranked item costing more could
+    # have gone in: pipeline.exact_walk)
+    room: int = 0
     _pack: list[ContextPack] = field(default_factory=list, repr=False, compare=False)
     _json: list[JsonDict] = field(default_factory=list, repr=False, compare=False)
 

@@ -16,6 +16,7 @@ from datetime import datetime
 import numpy as np
 import numpy.typing as npt
 
+from memlane.pipeline.line_bound import runs
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 from memlane.pipeline.relevance import Matrix, VectorLike, stack_vectors
 
@@ -44,6 +45,7 @@ class MemoryTable:
     sensitive: BoolArray
     free: BoolArray  # candidate tier
     chars: FloatArray  # characters of the content
+    runs: FloatArray  # run starts of the content (pipeline.line_bound)
     record: Callable[[int], MemoryRecord]
 
     def __len__(self) -> int:
@@ -84,6 +86,7 @@ class MemoryTable:
             sensitive=np.asarray([m.sensitive for m in rows], dtype=np.bool_).reshape(n),
             free=np.asarray([m.tier == "candidate" for m in rows], dtype=np.bool_).reshape(n),
             chars=column([len(m.content) for m in rows]),
+            runs=column([runs(m.content) for m in rows]),
             record=rows.__getitem__,
         )
 

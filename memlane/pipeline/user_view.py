@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -25,8 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.pipeline import context_format as fmt
+from memlane.pipeline import walk_rows
 from memlane.pipeline.budget import MIN_MEMORY_LINE_TOKENS
 from memlane.pipeline.keywords import keywords
+from memlane.pipeline.line_bound import runs
 from memlane.pipeline.memory_table import LazyRecords, MemoryTable, Record, Vectors
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 from memlane.pipeline.relevance import (
@@ -68,6 +70,17 @@ class Shortlist:
     episodes: list[EpisodeRecord]
     procedures: list[Procedure]
     relevance: dict[str, float]
+    # For pipeline.exact_walk: the ranked rows not walked; the ids of those walked though
+    # the ranking may put them after a row not walked (`added`); the ranking's keys; the
+    # rows the shortlist holds; the excluded memories' rows.
+    rest: npt.NDArray[np.intp] = field(default_factory=lambda: np.empty(0, np.intp), compare=False)
+    added: frozenset[str] = frozenset()
+    keys: tuple[FloatArray, ...] = field(default=(), compare=False)
+    kept: tuple[int, ...] = ()
+    excluded: npt.NDArray[np.intp] = field(
+        default_factory=lambda: np.empty(0, np.intp), compare=False
+    )
+    scores: FloatArray | None = field(default=None, compare=False)  # each row's, as given
 
 
 MEMORY, EPISODE, PROCEDURE = 0, 1, 2
@@ -93,7 +106,7 @@ def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
 
 
 # What a removed item's row is left with: nothing ranks it.
-_DEAD = {"free": 0, "kind": -1, "chars": 0}
+_DEAD = {"free": 0, "kind": -1, "chars": 0, "runs": 0}
 
 # What a view holds beside its arrays, measured with tracemalloc on loaded views of 1k,
 # 10k and 100k memories (bench/README.md): ~1,750 bytes a row beside its text (ids,
@@ -114,6 +127,7 @@ COLUMNS = (
     "free",
     "kind",
     "chars",
+    "runs",
 )
 
 
@@ -135,6 +149,12 @@ def _chars(record: EpisodeRecord | Procedure) -> int:
     return len(record.name) + len(record.content)
 
 
+def _runs(record: EpisodeRecord | Procedure) -> int:
+    if isinstance(record, EpisodeRecord):
+        return runs(fmt.episode_text(record))
+    return runs(record.content)
+
+
 def _memory_columns(table: MemoryTable) -> dict[str, npt.NDArray[np.float64]]:
     """UserView's fields of the table's rows (the same float64 operations as on Python
     floats)."""
@@ -149,6 +169,7 @@ def _memory_columns(table: MemoryTable) -> dict[str, npt.NDArray[np.float64]]:
         "free": table.free.astype(np.float64),
         "kind": np.full(len(table), float(MEMORY)),
         "chars": table.chars,
+        "runs": table.runs,
     }
 
 
@@ -167,6 +188,7 @@ def _row(record: Record) -> tuple[float, ...]:
             record.tier == "candidate",
             MEMORY,
             len(record.content),
+            runs(record.content),
         )
     created = _epoch(record.created_at)
     return (
@@ -180,6 +202,7 @@ def _row(record: Record) -> tuple[float, ...]:
         1,
         _kind(record),
         _chars(record),
+        _runs(record),
     )
 
 
@@ -214,6 +237,7 @@ class UserView:
     free: npt.NDArray[np.bool_]  # candidate-tier memories, episodes, procedures
     kind: npt.NDArray[np.int8]  # MEMORY, EPISODE or PROCEDURE
     chars: FloatArray  # characters of the item's text, for its line's estimated tokens
+    runs: FloatArray  # run starts of its text, for its line's least tokens (line_bound)
 
     @classmethod
     def build(
@@ -403,11 +427,13 @@ class UserView:
         rows = len(self.corpus)
         live = self.corpus.live
         rel = np.zeros(rows, dtype=np.float64) if relevance is None else relevance
+        # as the assembler reads a relevance (scoring.unit_interval): NaN 0, then clipped
+        clipped = np.clip(np.nan_to_num(rel, nan=0.0), 0.0, 1.0)
         hours = np.maximum(0.0, (_epoch(now) - self.stated) / 3600.0)
         recency = np.exp(-math.log(2) * hours / half_life_hours)
         frequency = np.minimum(1.0, np.log10(self.confirmations + 1.0) / 2.0)
         composite = (
-            weights.relevance * np.clip(rel, 0.0, 1.0)
+            weights.relevance * clipped
             + weights.importance * self.importance
             + weights.recency * recency
             + weights.frequency * frequency
@@ -417,41 +443,89 @@ class UserView:
         always = is_memory & ~self.free  # pinned, verified
         excluded = is_memory & self.free & ~visible  # expired or sensitive: the pack's
         extra: set[int] = set()
+        keys: tuple[FloatArray, ...]
+        noisy: tuple[bool, ...]
         if relevance is not None and strategy == "scored":
-            pool = live & self.free & visible & ((self.kind != PROCEDURE) | (rel > 0))
-            best = float(rel[pool].max()) if pool.any() else 0.0
-            above = rel >= relevance_floor * best
+            # the assembler's pool: procedures with any relevance (theirs is truthy)
+            pool = live & self.free & visible & ((self.kind != PROCEDURE) | (rel != 0))
+            best = float(clipped[pool].max()) if pool.any() else 0.0
+            above = clipped >= relevance_floor * best
             # assembly rule 4: above the floor by composite, then the rest by relevance
             primary = np.where(above, 0.0, 1.0)
-            secondary = np.where(above, -composite, -rel)
-            keys = [primary, secondary, -composite]
+            secondary = np.where(above, -composite, -clipped)
+            keys = (primary, secondary, -composite)
+            # which keys this ranking computes otherwise than the assembler (last bits)
+            noisy = (False, True, True)
         else:
             pool = self.free & visible & is_memory
             if strategy == "important":
-                value = self.raw_importance
+                value, noisy = self.raw_importance, (False,)
             elif strategy == "balanced":
                 age = np.maximum(0.0, (_epoch(now) - self.created) / 3600.0)
-                value = self.raw_importance / (1.0 + age)
+                value, noisy = self.raw_importance / (1.0 + age), (True,)
             else:
-                value = composite
-            keys = [-value]
-            episodes = np.flatnonzero(live & (self.kind == EPISODE))
-            newest = episodes[np.argsort(-self.created[episodes], kind="stable")][:limit]
-            extra = set(newest.tolist())
-            extra |= set(np.flatnonzero(live & (self.kind == PROCEDURE)).tolist())
+                value, noisy = composite, (True,)
+            keys = (-value,)
+            # every episode: the walk after the memories takes any that fits, oldest too
+            extra = set(np.flatnonzero(live & (self.kind != MEMORY)).tolist())
         in_pool = np.flatnonzero(pool)
         ranked = in_pool[lexicographic_top([key[in_pool] for key in keys], limit)]
         if walk_tokens is not None:
             ranked = ranked[: self._walked(ranked, walk_tokens, style)]
+        walked, added = walk_rows.walked(self, in_pool, ranked, keys, noisy, clipped)
+        rest = np.setdiff1d(in_pool, walked, assume_unique=True)
+        before = np.empty(0, np.intp)
         if len(ranked):
             # the excluded memories the walk would have reached: the pack names them
-            extra |= set(_ordered_before(keys, np.flatnonzero(excluded), ranked[-1]).tolist())
-        keep = sorted(set(ranked.tolist()) | set(np.flatnonzero(always).tolist()) | extra)
+            before = _ordered_before(list(keys), np.flatnonzero(excluded), int(ranked[-1]))
+        kept = set(walked.tolist()) | set(np.flatnonzero(always).tolist()) | set(before.tolist())
+        keep = sorted(kept | extra)
+        return self._shortlist(
+            keep,
+            relevance,
+            rest=rest,
+            added=frozenset(self.corpus.ids[i] for i in added),
+            keys=keys,
+            excluded=np.flatnonzero(excluded),
+        )
+
+    def widen(self, shortlist: Shortlist, more: npt.NDArray[np.intp]) -> Shortlist:
+        """`shortlist` with the ranked rows `more` too, and the excluded memories ranked
+        before the last of them."""
+        keys = shortlist.keys
+        last = int(more[np.lexsort(tuple(key[more] for key in reversed(keys)))[-1]])
+        before = _ordered_before(list(keys), shortlist.excluded, last)
+        keep = sorted(set(shortlist.kept) | set(more.tolist()) | set(before.tolist()))
+        return self._shortlist(
+            keep,
+            shortlist.scores,
+            rest=np.empty(0, np.intp),
+            added=shortlist.added,
+            keys=keys,
+            excluded=shortlist.excluded,
+        )
+
+    def _shortlist(
+        self,
+        keep: list[int],
+        relevance: FloatArray | None,
+        *,
+        rest: npt.NDArray[np.intp],
+        added: frozenset[str],
+        keys: tuple[FloatArray, ...],
+        excluded: npt.NDArray[np.intp],
+    ) -> Shortlist:
         ids = self.corpus.ids
         chosen = [self.records[i] for i in keep]
         return Shortlist(
             memories=[r for r in chosen if isinstance(r, MemoryRecord)],
             episodes=[r for r in chosen if isinstance(r, EpisodeRecord)],
             procedures=[r for r in chosen if isinstance(r, Procedure)],
-            relevance={} if relevance is None else {ids[i]: float(rel[i]) for i in keep},
+            relevance={} if relevance is None else {ids[i]: float(relevance[i]) for i in keep},
+            rest=rest,
+            added=added,
+            keys=keys,
+            kept=tuple(keep),
+            excluded=excluded,
+            scores=relevance,
         )

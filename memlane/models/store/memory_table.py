@@ -43,6 +43,7 @@ from sqlalchemy.orm import Session
 from memlane.models.pipelined import CompiledRead, compile_read
 from memlane.models.store.memories import stored_record
 from memlane.models.tables import MemoryRow
+from memlane.pipeline.line_bound import runs
 from memlane.pipeline.memory_table import MemoryTable
 from memlane.pipeline.records import MemoryRecord
 
@@ -250,6 +251,7 @@ def read(
         sensitive=np.array(sensitive, dtype=np.bool_).reshape(len(rows)),
         free=np.fromiter((tier == "candidate" for tier in tiers), np.bool_, len(rows)),
         chars=np.fromiter(map(len, contents), np.float64, len(rows)),
+        runs=np.fromiter(map(runs, contents), np.float64, len(rows)),
         record=record,
     )
     stored = [of if of and raw is not None else None for of, raw in zip(models, raws, strict=True)]

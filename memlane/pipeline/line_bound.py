@@ -1,0 +1,133 @@
+"""A lower bound of an item's line tokens, from one number stored per item (`runs` of its
+text) and a floor per style, kind and encoding: the working set's exact walk skips
+every ranked item whose bound exceeds the tokens left (pipeline.exact_walk).
+
+Why it is a bound, for the encodings whose pre-tokeniser is known (ADDITIVE_PATTERNS:
+o200k_base, cl100k_base, p50k_base). tiktoken splits a line into pieces with its
+pattern and encodes each piece alone, so a line costs at least one token per piece.
+A line is `P + text + S`: markup P (`<m id="12" … >`), the escaped text, markup S
+(`</m>` + newline).
+- A piece of these patterns holds a space only as its first character, unless it is
+  all whitespace. So a *run start* of the text — a character that is not whitespace,
+  first in the text or right after a space — begins a piece no other run start is in:
+  a piece holding two would hold the space before the second not in first place.
+  Escaping keeps spaces and turns no character into whitespace (`&` → `&amp;`, a
+  character XML refuses → U+FFFD), and Python's whitespace holds the patterns' `\\s`
+  (test_line_bound checks every code point).
+- The pieces of P, except its last (which may run on into the text), are the same in
+  the line as in P alone: the patterns look ahead only past whitespace, and P ends in
+  `>`. The pieces of S after its first (`</` may take in the text's last characters)
+  are `m` (the letter) and `>` + newline whatever comes before.
+So tokens(line) ≥ tokens of P's pieces but the last + runs(text) + tokens of S's pieces
+but the first. P varies with the item's ref, importance band, date and (procedures) name:
+the floor is the least over variants that each have the fewest pieces (refs of one to
+three digits are one piece, years of up to three digits one piece, one-character ids
+and empty names). The run starts counted are those of the content alone (a procedure's
+compact line puts its name and `: ` before it, an episode's the outcome after the
+summary: more runs, never fewer). Any other encoding: no bound (0), so the exact walk
+walks every item.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from functools import lru_cache
+from itertools import product
+from typing import Any
+
+import regex  # type: ignore[import-untyped]  # tiktoken's own dependency: its patterns' syntax
+import tiktoken
+
+from memlane.pipeline import context_format as fmt
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
+from memlane.pipeline.tokens import ENCODING_SPECS
+
+KNOWN_PATTERNS = frozenset(spec.pat_str for spec in ENCODING_SPECS.values())
+_RUN = re.compile(r"(?:^| )\S")
+# The variants whose markup has the fewest pieces (module docstring).
+_IDS = ("1", "999", "_", "x")
+_NAMES = ("", "_", "x")
+_DATES = tuple(
+    datetime(year, month, day, tzinfo=UTC)
+    for year, month, day in product((1, 999, 2023), range(1, 13), (1, 28))
+)
+_BANDS = (0.95, 0.8, 0.6, 0.1)
+
+
+def runs(text: str) -> int:
+    """The run starts of `text`: characters that are not whitespace, first or right after
+    a space. Printable ASCII (most contents) holds no whitespace but the space: its
+    words are its runs."""
+    if text.isascii() and text.isprintable():
+        return len(text.split())
+    return len(_RUN.findall(text))
+
+
+def _markup_tokens(encoding: tiktoken.Encoding, markup: str, *, drop_first: bool) -> int:
+    pieces = regex.findall(encoding._pat_str, markup)
+    kept = pieces[1:] if drop_first else pieces[:-1]
+    return sum(len(encoding.encode_ordinary(piece)) for piece in kept)
+
+
+def _split(line: str, text: str) -> tuple[str, str]:
+    """P and S of a line rendered around `text` (its only occurrence)."""
+    start = line.index(text)
+    return line[:start], line[start + len(text) :]
+
+
+_MARK = "QQQ"  # letters no markup holds: where the text sits in a rendered line
+
+
+def _fields(**values: Any) -> dict[str, Any]:
+    return values
+
+
+def _lines(kind: str, style: fmt.Style) -> list[str]:
+    if kind == "memory":
+        return [
+            fmt.memory_line(
+                MemoryRecord.model_construct(
+                    **_fields(id=i, ref=None, importance=band, created_at=date, content=_MARK)
+                ),
+                style,
+            )
+            for i, band, date in product(_IDS, _BANDS, _DATES)
+        ]
+    if kind == "episode":
+        return [
+            fmt.episode_line(
+                EpisodeRecord.model_construct(
+                    **_fields(id=i, ref=None, created_at=date, summary=_MARK, outcome=None)
+                ),
+                style,
+            )
+            for i, date in product(_IDS, _DATES)
+        ]
+    return [
+        fmt.procedure_line(
+            Procedure.model_construct(**_fields(id=i, ref=None, name=name, content=_MARK)),
+            style,
+        ).replace(f"{name}: {_MARK}", _MARK)
+        for i, name in product(_IDS, _NAMES)
+    ]
+
+
+@lru_cache(maxsize=64)
+def floor(encoding: tiktoken.Encoding, style: fmt.Style, kind: str) -> int:
+    """The least tokens a line of `kind` ("memory", "episode", "procedure") in `style`
+    costs besides its text's runs; 0 for an encoding of unknown pattern."""
+    if getattr(encoding, "_pat_str", None) not in KNOWN_PATTERNS:
+        return 0
+    least = None
+    for line in _lines(kind, style):
+        before, after = _split(line, _MARK)
+        tokens = _markup_tokens(encoding, before, drop_first=False) + _markup_tokens(
+            encoding, after, drop_first=True
+        )
+        least = tokens if least is None else min(least, tokens)
+    return least or 0
+
+
+def known(encoding: tiktoken.Encoding) -> bool:
+    return getattr(encoding, "_pat_str", None) in KNOWN_PATTERNS
