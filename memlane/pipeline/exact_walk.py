@@ -19,15 +19,21 @@ before them). What those took is added back to the room, with a section's wrappe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
 
+import numpy as np
+import numpy.typing as npt
 import tiktoken
 
 from memlane.pipeline import context_format as fmt
-from memlane.pipeline import line_bound
+from memlane.pipeline import line_bound, walk_rows
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
+from memlane.pipeline.memory_table import Record
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord
+from memlane.pipeline.scoring import ITEM_IMPORTANCE, balanced_score, score_item, score_memories
 from memlane.pipeline.user_view import EPISODE, MEMORY, PROCEDURE, FloatArray, Shortlist, UserView
 
 _KINDS = {MEMORY: "memory", EPISODE: "episode", PROCEDURE: "procedure"}
@@ -77,14 +83,144 @@ def assemble_from_view(
         for item in first.pack_data["items"]:
             if item["included"] and item["id"] in shortlist.added:
                 room += item["tokens"] + wrapper
-    # no bound for an encoding of unknown pattern: every item not walked is walked now
-    least = view.runs[rest] * line_bound.known(encoding)
+    if not line_bound.known(encoding):
+        # no bound for an encoding of unknown pattern: every item not walked is walked now
+        return assemble_context(_with(request, view, view.widen(shortlist, rest)))
+    least = view.runs[rest].copy()
     for kind, name in _KINDS.items():
         least[view.kind[rest] == kind] += line_bound.floor(encoding, style, name)
-    more = rest[least <= room]
+    maybe = rest[least <= room]
+    if not len(maybe):
+        return first
+    if not shortlist.added and shortlist.ranking is not None:
+        # the room is exact: of `maybe`, the walk takes those it takes in their order
+        rows, left = _taken(
+            view, maybe, least[least <= room], shortlist.ranking, room, first, request
+        )
+        if not len(rows):
+            return first
+        result = assemble_context(_with(request, view, view.widen(shortlist, rows)))
+        if result.room == left:  # as foreseen (otherwise: all that may fit, below)
+            return result
+    more = maybe[_line_tokens(view, maybe, encoding, style) <= room]
     if not len(more):
         return first
     return assemble_context(_with(request, view, view.widen(shortlist, more)))
+
+
+_SECTIONS = {MEMORY: "memories", EPISODE: "episodes", PROCEDURE: "procedures"}
+
+
+def _taken(
+    view: UserView,
+    rows: npt.NDArray[np.intp],
+    least: FloatArray,
+    ranking: walk_rows.Ranking,
+    room: int,
+    first: AssembledContext,
+    request: AssemblyInput,
+) -> tuple[npt.NDArray[np.intp], int]:
+    """Of `rows` (`least`: their lines' least tokens), those a walk on from the end of
+    `first`'s takes, and the room it leaves: each that costs no more than what is left.
+    A line is counted only when its bound fits what is left."""
+    bound = dict(zip(rows.tolist(), least.tolist(), strict=True))
+    ordered = walk_rows.in_order(view, rows, ranking, _exact_keys(view, first, request))
+    encoding, style = request.encoding, request.style
+    kinds = {"memory": MEMORY, "episode": EPISODE, "procedure": PROCEDURE}
+    used = {kinds.get(i["section"]) for i in first.pack_data["items"] if i["included"]}
+    lowest = min(least.tolist())
+    taken: list[int] = []
+    for row in ordered.tolist():
+        if room < lowest:
+            break
+        if bound[row] > room:
+            continue
+        kind = int(view.kind[row])
+        cost = int(_line_tokens(view, np.array([row]), encoding, style)[0])
+        cost += 0 if kind in used else _section_tokens(encoding, _SECTIONS[kind])
+        if cost <= room:
+            room -= cost
+            used.add(kind)
+            taken.append(row)
+    return np.array(taken, dtype=np.intp), room
+
+
+def _exact_keys(
+    view: UserView, first: AssembledContext, request: AssemblyInput
+) -> Callable[[list[int]], list[tuple[object, ...]]]:
+    """The assembler's sort key of rows (pipeline.assembly `_pool`, scoring.rank), computed
+    by its own functions from the rows' records: for the few rows the view's keys cannot
+    order."""
+    relevance = request.relevance
+    now, weights, half_life = request.now, request.weights, request.half_life_hours
+    items = first.pack_data["items"]
+    by_relevance = bool(request.query) and request.strategy == "scored" and bool(relevance)
+    pool = [i for i in items if i["section"] != "soul" and i["tier"] in (None, "candidate")]
+    best = max((i["components"]["relevance"] for i in pool if i["components"]), default=0.0)
+    floor = request.relevance_floor * best
+    section = {name: i for i, name in enumerate(fmt.SECTION_ORDER)}
+
+    def key(row: int) -> tuple[object, ...]:
+        record = view.records[row]
+        if isinstance(record, MemoryRecord):
+            scored = score_memories(
+                [record], relevance=relevance, now=now, weights=weights, half_life_hours=half_life
+            )[0]
+            place = section["memories"]
+        else:
+            scored = score_item(
+                relevance=relevance.get(record.id, 0.0),
+                importance=ITEM_IMPORTANCE,
+                stated_at=record.created_at,
+                confirmations=0,
+                now=now,
+                weights=weights,
+                half_life_hours=half_life,
+            )
+            place = section["episodes" if isinstance(record, EpisodeRecord) else "procedures"]
+        if by_relevance:
+            if scored.relevance >= floor:
+                return (False, -scored.composite, 0.0, place, record.id)
+            return (True, -scored.relevance, -scored.composite, place, record.id)
+        assert isinstance(record, MemoryRecord)  # the memories' order (rule 5)
+        if request.strategy == "important":
+            return (-record.importance, record.id)
+        if request.strategy == "balanced":
+            return (
+                -balanced_score(record.importance, record.created_at, now=request.now),
+                record.id,
+            )
+        return (-scored.composite, record.id)
+
+    return lambda rows: [key(row) for row in rows]
+
+
+@lru_cache(maxsize=64)
+def _section_tokens(encoding: tiktoken.Encoding, name: fmt.SectionName) -> int:
+    return len(encoding.encode_ordinary(fmt.section_open(name))) + len(
+        encoding.encode_ordinary(fmt.section_close(name))
+    )
+
+
+def _line_tokens(
+    view: UserView, rows: npt.NDArray[np.intp], encoding: tiktoken.Encoding, style: fmt.Style
+) -> FloatArray:
+    """The tokens of the `rows`' lines, counted once per row and kept in the view: a row
+    the bound lets through is likely to be let through again."""
+    counts = view.line_tokens.get((encoding, style))
+    if counts is None:
+        counts = view.line_tokens.setdefault((encoding, style), np.full(len(view.corpus), np.nan))
+    for row in rows[np.isnan(counts[rows])].tolist():
+        counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
+    return counts[rows]
+
+
+def _line(record: Record, style: fmt.Style) -> str:
+    if isinstance(record, MemoryRecord):
+        return fmt.memory_line(record, style)
+    if isinstance(record, EpisodeRecord):
+        return fmt.episode_line(record, style)
+    return fmt.procedure_line(record, style)
 
 
 def _with(request: AssemblyInput, view: UserView, shortlist: Shortlist) -> AssemblyInput:

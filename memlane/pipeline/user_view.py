@@ -75,7 +75,7 @@ class Shortlist:
     # rows the shortlist holds; the excluded memories' rows.
     rest: npt.NDArray[np.intp] = field(default_factory=lambda: np.empty(0, np.intp), compare=False)
     added: frozenset[str] = frozenset()
-    keys: tuple[FloatArray, ...] = field(default=(), compare=False)
+    ranking: walk_rows.Ranking | None = field(default=None, compare=False)
     kept: tuple[int, ...] = ()
     excluded: npt.NDArray[np.intp] = field(
         default_factory=lambda: np.empty(0, np.intp), compare=False
@@ -153,6 +153,13 @@ def _runs(record: EpisodeRecord | Procedure) -> int:
     if isinstance(record, EpisodeRecord):
         return runs(fmt.episode_text(record))
     return runs(record.content)
+
+
+def _recounted(counts: FloatArray, rows: Sequence[int], length: int) -> FloatArray:
+    """A copy of line token `counts` `length` rows long, the `rows` rewritten unknown."""
+    copy = np.concatenate([counts, np.full(length - len(counts), np.nan)])
+    copy[list(rows)] = np.nan
+    return copy
 
 
 def _memory_columns(table: MemoryTable) -> dict[str, npt.NDArray[np.float64]]:
@@ -238,6 +245,12 @@ class UserView:
     kind: npt.NDArray[np.int8]  # MEMORY, EPISODE or PROCEDURE
     chars: FloatArray  # characters of the item's text, for its line's estimated tokens
     runs: FloatArray  # run starts of its text, for its line's least tokens (line_bound)
+    # Each row's line tokens by (encoding, style), NaN until pipeline.exact_walk counts
+    # them (a row's line does not change while its record does not): written by
+    # assemblies, a row at a time, each writing the same value.
+    line_tokens: dict[tuple[object, str], FloatArray] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def build(
@@ -308,7 +321,7 @@ class UserView:
             records=records,
             soul_blocks=soul_blocks,
             corpus=corpus,
-            **{
+            **{  # type: ignore[arg-type]  # the columns, each its field's type
                 name: values.astype(typed.get(name, np.float64)) for name, values in columns.items()
             },
         )
@@ -349,6 +362,10 @@ class UserView:
             soul_blocks=tuple(soul_blocks),
             corpus=corpus,
             **columns,  # type: ignore[arg-type]
+            line_tokens={
+                key: _recounted(counts, rows, len(corpus))
+                for key, counts in self.line_tokens.items()
+            },
         )
 
     def _rows_of(self, kind: int) -> list[Record]:
@@ -443,36 +460,46 @@ class UserView:
         always = is_memory & ~self.free  # pinned, verified
         excluded = is_memory & self.free & ~visible  # expired or sensitive: the pack's
         extra: set[int] = set()
-        keys: tuple[FloatArray, ...]
-        noisy: tuple[bool, ...]
+        # what a composite is computed from: rows equal in all are tied for the assembler
+        scored_by = (clipped, self.importance, self.stated, self.confirmations)
         if relevance is not None and strategy == "scored":
             # the assembler's pool: procedures with any relevance (theirs is truthy)
             pool = live & self.free & visible & ((self.kind != PROCEDURE) | (rel != 0))
             best = float(clipped[pool].max()) if pool.any() else 0.0
             above = clipped >= relevance_floor * best
-            # assembly rule 4: above the floor by composite, then the rest by relevance
+            # assembly rule 4: above the floor by composite, then the rest by relevance;
+            # composites may differ from the assembler's in their last bits
             primary = np.where(above, 0.0, 1.0)
             secondary = np.where(above, -composite, -clipped)
-            keys = (primary, secondary, -composite)
-            # which keys this ranking computes otherwise than the assembler (last bits)
-            noisy = (False, True, True)
+            ranking = walk_rows.Ranking(
+                (primary, secondary, -composite), (False, above, True), scored_by
+            )
         else:
             pool = self.free & visible & is_memory
             if strategy == "important":
-                value, noisy = self.raw_importance, (False,)
+                ranking = walk_rows.Ranking(
+                    (-self.raw_importance,), (False,), (self.raw_importance,)
+                )
             elif strategy == "balanced":
                 age = np.maximum(0.0, (_epoch(now) - self.created) / 3600.0)
-                value, noisy = self.raw_importance / (1.0 + age), (True,)
+                value = self.raw_importance / (1.0 + age)
+                ranking = walk_rows.Ranking((-value,), (True,), (self.raw_importance, self.created))
             else:
-                value, noisy = composite, (True,)
-            keys = (-value,)
+                ranking = walk_rows.Ranking((-composite,), (True,), scored_by)
             # every episode: the walk after the memories takes any that fits, oldest too
             extra = set(np.flatnonzero(live & (self.kind != MEMORY)).tolist())
+        keys = ranking.keys
         in_pool = np.flatnonzero(pool)
         ranked = in_pool[lexicographic_top([key[in_pool] for key in keys], limit)]
         if walk_tokens is not None:
             ranked = ranked[: self._walked(ranked, walk_tokens, style)]
-        walked, added = walk_rows.walked(self, in_pool, ranked, keys, noisy, clipped)
+        walked, added = walk_rows.walked(
+            self,
+            in_pool,
+            ranked,
+            ranking,
+            clipped if relevance is not None and strategy == "scored" else None,
+        )
         rest = np.setdiff1d(in_pool, walked, assume_unique=True)
         before = np.empty(0, np.intp)
         if len(ranked):
@@ -485,14 +512,15 @@ class UserView:
             relevance,
             rest=rest,
             added=frozenset(self.corpus.ids[i] for i in added),
-            keys=keys,
+            ranking=ranking,
             excluded=np.flatnonzero(excluded),
         )
 
     def widen(self, shortlist: Shortlist, more: npt.NDArray[np.intp]) -> Shortlist:
         """`shortlist` with the ranked rows `more` too, and the excluded memories ranked
         before the last of them."""
-        keys = shortlist.keys
+        assert shortlist.ranking is not None  # a shortlist of rows not walked has one
+        keys = shortlist.ranking.keys
         last = int(more[np.lexsort(tuple(key[more] for key in reversed(keys)))[-1]])
         before = _ordered_before(list(keys), shortlist.excluded, last)
         keep = sorted(set(shortlist.kept) | set(more.tolist()) | set(before.tolist()))
@@ -501,7 +529,7 @@ class UserView:
             shortlist.scores,
             rest=np.empty(0, np.intp),
             added=shortlist.added,
-            keys=keys,
+            ranking=shortlist.ranking,
             excluded=shortlist.excluded,
         )
 
@@ -512,7 +540,7 @@ class UserView:
         *,
         rest: npt.NDArray[np.intp],
         added: frozenset[str],
-        keys: tuple[FloatArray, ...],
+        ranking: walk_rows.Ranking | None,
         excluded: npt.NDArray[np.intp],
     ) -> Shortlist:
         ids = self.corpus.ids
@@ -524,7 +552,7 @@ class UserView:
             relevance={} if relevance is None else {ids[i]: float(relevance[i]) for i in keep},
             rest=rest,
             added=added,
-            keys=keys,
+            ranking=ranking,
             kept=tuple(keep),
             excluded=excluded,
             scores=relevance,

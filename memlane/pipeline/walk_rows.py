@@ -14,7 +14,8 @@ holds memories, one (its `no_candidates_fit` event counts them).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -47,47 +48,69 @@ def walked(
     view: Ranked,
     pool: Rows,
     ranked: Rows,
-    keys: Sequence[FloatArray],
-    noisy: Sequence[bool],
+    ranking: Ranking,
     relevance: FloatArray | None,
 ) -> tuple[Rows, Rows]:
-    """The rows to walk (`ranked` first) and those of them added to `ranked` (module
-    docstring). `relevance`: the clipped relevance when the walk is by relevance."""
+    """The rows to walk (`ranked` first) and those of them that a row not walked may come
+    before in the assembler's order (module docstring). `relevance`: the clipped
+    relevance when the walk is by relevance."""
     if len(ranked) == 0 or len(ranked) == len(pool):
         return ranked, np.empty(0, np.intp)
     last = int(ranked[-1])
     outside = np.ones(len(view.kind), dtype=np.bool_)
     outside[ranked] = False
     others = pool[outside[pool]]
-    maybe = _tied_before(view, others, keys, last) if not any(noisy) else None
-    for key, fuzzy in zip(reversed(keys), reversed(noisy), strict=True):
+    tied = _tied_before(view, ranked, others, ranking.inputs, last)
+    near = np.zeros(len(others), dtype=np.bool_)
+    for key, noisy in zip(reversed(ranking.keys), reversed(ranking.noisy), strict=True):
         gap = key[others] - key[last]
-        if fuzzy:
-            maybe = gap <= TOLERANCE * max(1.0, abs(float(key[last])))
+        # rows before `last` on a more significant key share its value there: the last
+        # row's own noise says which
+        if noisy if isinstance(noisy, bool) else bool(noisy[last]):
+            near = gap <= TOLERANCE * max(1.0, abs(float(key[last])))
         else:
-            assert maybe is not None  # the least significant key is exact, or set above
-            maybe = (gap < 0) | ((gap == 0) & maybe)
-    added = others[maybe] if maybe is not None else others[:0]
+            near = (gap < 0) | ((gap == 0) & near)
+    added = others[near & ~tied.any_input]
     if relevance is not None:
-        added = np.union1d(added, _needed(view, pool, ranked, others, keys, relevance))
-    return np.concatenate([ranked, added]).astype(np.intp), added.astype(np.intp)
+        added = np.union1d(added, _needed(view, pool, ranked, others, ranking.keys, relevance))
+    rows = np.concatenate([ranked, others[tied.before], added]).astype(np.intp)
+    return np.unique(rows), added.astype(np.intp)
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """The view's sort keys (keys[0] the most significant), which of them it computes
+    otherwise than the assembler, and the per-row values the keys are computed from (rows
+    equal in all of them are tied for the assembler too)."""
+
+    keys: tuple[FloatArray, ...]
+    noisy: tuple[bool | npt.NDArray[np.bool_], ...]  # per key, or per row of a key
+    inputs: tuple[FloatArray, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Tied:
+    any_input: npt.NDArray[np.bool_]  # of `others`: tied with the last row walked
+    before: npt.NDArray[np.bool_]  # and ordered before the last tied row walked
 
 
 def _tied_before(
-    view: Ranked, others: Rows, keys: Sequence[FloatArray], last: int
-) -> npt.NDArray[np.bool_]:
-    """Of `others`, those tied with `last` on every key that the assembler orders before
-    it (section, then id)."""
+    view: Ranked, ranked: Rows, others: Rows, inputs: Sequence[FloatArray], last: int
+) -> _Tied:
+    """Of `others`, those tied with row `last` (the same inputs), and of them those the
+    assembler orders (by section, then id) before the last of the tied rows in `ranked`."""
     tied = np.ones(len(others), dtype=np.bool_)
-    for key in keys:
-        tied &= key[others] == key[last]
+    mine = np.ones(len(ranked), dtype=np.bool_)
+    for column in inputs:
+        tied &= column[others] == column[last]
+        mine &= column[ranked] == column[last]
     ids, kind = view.corpus.ids, view.kind
-    mark = (int(kind[last]), ids[last])
+    mark = max((int(kind[row]), ids[row]) for row in ranked[mine].tolist())
     before = np.zeros(len(others), dtype=np.bool_)
     for i in np.flatnonzero(tied).tolist():
         row = int(others[i])
         before[i] = (int(kind[row]), ids[row]) < mark
-    return before
+    return _Tied(tied, before)
 
 
 def _needed(
@@ -109,3 +132,37 @@ def _needed(
         first = lexicographic_top([key[memories] for key in keys], 1)
         needed.append(int(memories[first[0]]))
     return np.array(needed, dtype=np.intp)
+
+
+def in_order(
+    view: Ranked,
+    rows: Rows,
+    ranking: Ranking,
+    exact: Callable[[list[int]], list[tuple[object, ...]]],
+) -> Rows:
+    """`rows` in the assembler's order. The view's keys order them but where two rows'
+    keys are within the noise of each other or tied: there `exact` (the assembler's own
+    sort key of each row, ties broken as it breaks them) orders each run of such rows."""
+    keys = ranking.keys
+    rows = rows[np.lexsort(tuple(key[rows] for key in reversed(keys)))]
+    if len(rows) < 2:
+        return rows
+    first, second = rows[:-1], rows[1:]
+    undecided = np.ones(len(first), dtype=np.bool_)
+    unsure = np.zeros(len(first), dtype=np.bool_)
+    for key, noisy in zip(keys, ranking.noisy, strict=True):
+        gap = key[second] - key[first]
+        fuzzy = np.broadcast_to(noisy if isinstance(noisy, bool) else noisy[first], gap.shape)
+        near = gap <= TOLERANCE * np.maximum(1.0, np.abs(key[first]))
+        unsure |= undecided & fuzzy & near
+        undecided &= gap == 0
+    unsure |= undecided  # tied on every key
+    if not unsure.any():
+        return rows
+    ordered = rows.tolist()
+    # each run of rows joined by unsure pairs: rows i..j with pairs i..j-1 unsure
+    edges = np.diff(np.concatenate([[0], unsure.astype(np.int8), [0]]))
+    for start, end in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+        run = ordered[start : end + 1]
+        ordered[start : end + 1] = [row for _, row in sorted(zip(exact(run), run, strict=True))]
+    return np.array(ordered, dtype=np.intp)

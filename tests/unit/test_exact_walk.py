@@ -189,3 +189,30 @@ def test_a_short_item_far_down_the_ranking_fills_the_last_tokens() -> None:
     assert exact.text == every.text
     # the first walk stopped long before it: the pack lists far fewer of the 61
     assert len(exact.pack_data["items"]) < len(every.pack_data["items"])
+
+
+def test_the_first_walk_holds_the_most_relevant_item_and_a_memory() -> None:
+    # the assembler's floor is relative to the best relevance it sees, and its
+    # no_candidates_fit event to the memories it sees: both must be walked first
+    items = [(["paris"], 0, "candidate", 0.9, i, 0, None, False) for i in range(20)]
+    items.append((["tea"], 0, "candidate", 0.0, 10**7, 0, None, False))
+    view = build(items, 8, list(range(10)))
+    relevance = np.zeros(len(view.corpus))
+    relevance[:20] = 0.9
+    relevance[20] = 1.0  # the most relevant, ranked last by its composite
+    relevance[21:29] = 0.95  # the episodes
+    ranked = dict(now=NOW, weights=WEIGHTS, half_life_hours=168.0, include_sensitive=False)
+    with mock.patch.object(user_view, "MIN_WALK", 1):
+        shortlist = view.shortlist(
+            relevance, strategy="scored", relevance_floor=0.9, limit=3, **ranked
+        )
+        assert view.corpus.ids[20] in shortlist.added
+        assert view.corpus.ids[20] in {m.id for m in shortlist.memories}
+        # now only the episodes are above the floor: the three best are walked, and the
+        # best memory with them
+        relevance[20] = 0.5
+        shortlist = view.shortlist(
+            relevance, strategy="scored", relevance_floor=0.99, limit=3, **ranked
+        )
+    assert len(shortlist.episodes) == 3
+    assert [m.id for m in shortlist.memories] == [view.corpus.ids[0]]

@@ -152,12 +152,17 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
         # cut: what is kept of the ranked part is the assembler's own best
         kept = {m.id for m in shortlist.memories if m.tier == "candidate"}
         kept |= {e.id for e in shortlist.episodes} | {p.id for p in shortlist.procedures}
-        assert kept_ranked(kept, everything, relevance is not None and strategy == "scored", floor)
+        by_relevance = relevance is not None and strategy == "scored"
+        assert kept_ranked(kept, shortlist.added, everything, by_relevance, floor)
 
 
-def kept_ranked(kept: set[str], everything, by_relevance: bool, floor: float) -> bool:
-    """The items `kept` are the first of the assembler's walk order (read from the pack of
-    an assembly of the whole store), for the ranked part of the store."""
+def kept_ranked(
+    kept: set[str], added: frozenset[str], everything, by_relevance: bool, floor: float
+) -> bool:
+    """The items `kept`, but those `added` out of order (pipeline.walk_rows), are the
+    first of the assembler's walk order (read from the pack of an assembly of the whole
+    store), for the ranked part of the store."""
+    kept = kept - added
     items = [
         i
         for i in everything.pack_data["items"]

@@ -1,0 +1,85 @@
+"""A line's least cost (pipeline.line_bound) is never more than its tokens, for any
+content, ref, date, importance and name, in every style and known encoding."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memlane.pipeline import context_format as fmt
+from memlane.pipeline import line_bound
+from memlane.pipeline.tokens import ENCODING_SPECS, get_encoding
+from tests.unit.assembly_helpers import episode, mem, procedure
+
+ENCODINGS = [get_encoding(name) for name in ENCODING_SPECS]
+
+# text a tokeniser may split oddly: words, digits, punctuation runs, every kind of
+# whitespace, entities, characters XML refuses, letters of other scripts
+pieces = st.sampled_from(
+    [" ", "  ", "\t", "\n", "\r\n", " \n ", "\x0b", "\x1c", "\u00a0", "\u2028", "\u3000"]
+    + ["a", "Ana", "works", "'s", "I'm", "2023", "12345", "3.14", "&", "<", ">", '"', "/"]
+    + ["</m>", ". ", "...", "--", "_", "\x00", "\ud800", "é", "日本語", "🙂", "ÀÉÎ", "ß"]
+)
+text = st.lists(pieces | st.text(max_size=6), max_size=30).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    content=text,
+    name=text,
+    ref=st.none() | st.integers(min_value=1, max_value=10**7),
+    importance=st.floats(min_value=0, max_value=1),
+    when=st.datetimes(
+        min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+    ),
+    style=st.sampled_from(fmt.STYLES),
+)
+def test_the_least_cost_of_a_line_is_at_most_its_tokens(
+    content, name, ref, importance, when, style
+) -> None:
+    memory = mem("mem_1", content, importance=importance, created_at=when, ref=ref)
+    talk = episode("ep_1", content).model_copy(update={"created_at": when, "ref": ref})
+    steps = procedure("pr_1", name or "x", set()).model_copy(
+        update={"content": content, "ref": ref}
+    )
+    lines = {
+        "memory": fmt.memory_line(memory, style),
+        "episode": fmt.episode_line(talk, style),
+        "procedure": fmt.procedure_line(steps, style),
+    }
+    for encoding in ENCODINGS:
+        for kind, line in lines.items():
+            least = line_bound.floor(encoding, style, kind) + line_bound.runs(content)
+            assert least <= len(encoding.encode_ordinary(line)), (kind, line)
+
+
+def test_a_run_start_is_never_whitespace_to_the_tokenisers() -> None:
+    # the bound counts runs between Python's whitespace; the patterns' \s must be in it
+    space = regex.compile(r"\s")
+    assert all(
+        chr(c).isspace() for c in range(sys.maxunicode + 1) if space.match(chr(c)) is not None
+    )
+
+
+def test_runs_counts_words_after_spaces_only() -> None:
+    assert line_bound.runs("Ana works in Paris.") == 4
+    assert line_bound.runs("  two  spaces ") == 2
+    assert line_bound.runs("a\nb") == 1  # a newline starts no run
+    assert line_bound.runs("a \u00a0b") == 1  # after the space comes whitespace
+    assert line_bound.runs("") == 0
+
+
+def test_an_unknown_pattern_has_no_floor() -> None:
+    import tiktoken
+
+    p50k = get_encoding("p50k_base")
+    other = tiktoken.Encoding(
+        "other", pat_str=r"\S+|\s+", mergeable_ranks=p50k._mergeable_ranks, special_tokens={}
+    )
+    assert line_bound.floor(other, "default", "memory") == 0
+    assert not line_bound.known(other)
+    assert line_bound.floor(get_encoding("o200k_base"), "default", "memory") > 0
