@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from memlane.pipeline.lexical import normalise_by_max
 from memlane.pipeline.records import MemoryRecord
@@ -45,8 +45,10 @@ class Weights:
     frequency: float
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreBreakdown:
+# Named tuples, not frozen dataclasses: the assembler makes one of each per memory it
+# walks, and a frozen dataclass's __init__ (object.__setattr__ per field) cost twice a
+# tuple's; immutable either way.
+class ScoreBreakdown(NamedTuple):
     relevance: float
     importance: float
     recency: float
@@ -54,8 +56,7 @@ class ScoreBreakdown:
     composite: float
 
 
-@dataclass(frozen=True, slots=True)
-class RankedMemory:
+class RankedMemory(NamedTuple):
     memory: MemoryRecord
     score: float  # the strategy's sort value (the composite for "scored")
     breakdown: ScoreBreakdown

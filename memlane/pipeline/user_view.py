@@ -500,7 +500,9 @@ class UserView:
             ranking,
             clipped if relevance is not None and strategy == "scored" else None,
         )
-        rest = np.setdiff1d(in_pool, walked, assume_unique=True)
+        outside = np.ones(rows, dtype=np.bool_)
+        outside[walked] = False
+        rest = in_pool[outside[in_pool]]
         before = np.empty(0, np.intp)
         if len(ranked):
             # the excluded memories the walk would have reached: the pack names them
