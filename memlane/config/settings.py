@@ -148,8 +148,9 @@ class Settings(BaseSettings):
     walk_margin: float = Field(
         1.5,
         ge=0,
-        description="working set: the ranked items the assembler walks, in budgets of their "
-        "estimated lines; 0 = walk every item (exact, slower on large users)",
+        description="working set: the ranked items the assembler walks first, in budgets of "
+        "their estimated lines (what fits after them is walked next: the result is the same "
+        "at any margin, only the time differs); 0 = walk every item at once",
     )
     vector_top_k: int = Field(50, ge=1, description="memories fetched by cosine to the query")
     strategy_top_k: int = Field(

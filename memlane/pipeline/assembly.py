@@ -160,6 +160,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     encoding, style = request.encoding, request.style
     usable, excluded = filters.split_memories(request)
     relevance = dict(request.relevance)
+    by_relevance = bool(request.query) and request.strategy == "scored" and bool(relevance)
     ranked = rank(
         usable,
         strategy=request.strategy,
@@ -167,6 +168,8 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         relevance=relevance,
         weights=request.weights,
         half_life_hours=request.half_life_hours,
+        # rule 4 orders its pool by its own key, and rules 2 and 3 by date
+        ordered=not by_relevance,
     )
 
     def memory(item: RankedMemory) -> _Entry[MemoryRecord]:
@@ -197,7 +200,6 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         for b in filters.soul_blocks(request)
         for line in [fmt.soul_line(b)]
     ]
-    by_relevance = bool(request.query) and request.strategy == "scored" and bool(relevance)
     episodes = [
         _Entry(e, e.id, e.ref, "episodes", "episode", line, _tokens(encoding, line))
         for e in filters.episodes(request)

@@ -221,15 +221,25 @@ def score_memories(
     w_rel, w_imp = weights.relevance, weights.importance
     w_rec, w_freq = weights.recency, weights.frequency
     minus_ln2 = -math.log(2)
-    log10, exp, isnan = math.log10, math.exp, math.isnan
+    log10, exp = math.log10, math.exp
+    frequencies: dict[int, float] = {}  # by access count: a few distinct counts
     breakdowns: list[ScoreBreakdown] = []
     for memory in memories:
         rel = relevance.get(memory.id, 0.0)
-        rel = 0.0 if isnan(rel) else max(0.0, min(1.0, rel))
+        # unit_interval's value, without its calls: NaN, negatives and -0.0 are 0.0
+        if not rel > 0.0:
+            rel = 0.0
+        elif rel >= 1.0:
+            rel = 1.0
         importance = memory.importance * (0.5 + 0.5 * memory.confidence)
-        hours = max(0.0, (now - memory.confirmed_at).total_seconds() / 3600.0)
+        hours = (now - memory.confirmed_at).total_seconds() / 3600.0
+        if not hours > 0.0:
+            hours = 0.0
         recency = exp(minus_ln2 * hours / half_life_hours)
-        frequency = min(1.0, log10(max(0, memory.access_count) + 1) / 2.0)
+        count = memory.access_count
+        frequency = frequencies.get(count)
+        if frequency is None:
+            frequency = frequencies[count] = min(1.0, log10(max(0, count) + 1) / 2.0)
         composite = w_rel * rel + w_imp * importance + w_rec * recency + w_freq * frequency
         breakdowns.append(ScoreBreakdown(rel, importance, recency, frequency, composite))
     return breakdowns
@@ -243,9 +253,11 @@ def rank(
     relevance: Mapping[str, float] | None = None,
     weights: Weights,
     half_life_hours: float,
+    ordered: bool = True,
 ) -> list[RankedMemory]:
     """Order memories by a strategy, best first. Ties are broken by id, so the order is
-    total and does not depend on the input order.
+    total and does not depend on the input order. `ordered=False`: scored, in the input
+    order (for a caller that orders them by its own key).
 
     - scored: the composite (relevance 0 for memories without one, e.g. no query)
     - recent: accessed_at, newest first
@@ -273,5 +285,7 @@ def rank(
         else:
             value = balanced_score(memory.importance, memory.created_at, now=now)
         ranked.append((-value, memory.id, RankedMemory(memory, value, breakdown)))
+    if not ordered:
+        return [item for _, _, item in ranked]
     ranked.sort(key=lambda entry: (entry[0], entry[1]))
     return [item for _, _, item in ranked]

@@ -6,8 +6,10 @@ shortlist of it goes through the assembler's item-by-item rules.
 The shortlist holds every pinned and verified memory, and the best of the rest in the
 assembler's own order (assembly rule 4 with a query, the strategy's order without one):
 at most `limit`, and with a budget, as many as it takes for their lines, estimated from
-each item's length, to fill `walk_margin` budgets, so the assembler's walk ends before
-the shortlist does. Only the rows kept are sorted (pipeline.top_k). Of the memories the
+each item's length, to fill `walk_margin` budgets, so the assembler's walk usually ends
+before the shortlist does; pipeline.exact_walk walks on past it when it does not, with
+the ranked rows the shortlist leaves (`Shortlist.rest`). Only the rows kept are sorted
+(pipeline.top_k). Of the memories the
 safety filter leaves out (expired, sensitive), those the walk would have reached come
 too, so the pack names what was kept out of this context; naming every one, on every
 assembly, made the pack of a 100k user list ~2,000 of them.
@@ -46,9 +48,9 @@ FloatArray = npt.NDArray[np.float64]
 
 # The ranked part of a shortlist ends where its lines, estimated from each item's length
 # (a quarter token per character, plus the style's least markup), add up to `walk_margin`
-# budgets (MEMLANE_WALK_MARGIN): lines longer than estimated, and items that do not fit
-# and are stepped over, must not end the assembler's walk early (bench/fidelity.py
-# measures what the cut costs). Never fewer than MIN_WALK items.
+# budgets (MEMLANE_WALK_MARGIN): far enough that the walk seldom has to go on past it
+# (pipeline.exact_walk), each going on costing a second assembly. Never fewer than
+# MIN_WALK items.
 MIN_WALK = 50
 
 
