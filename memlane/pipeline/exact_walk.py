@@ -94,9 +94,7 @@ def assemble_from_view(
         return first
     if not shortlist.added and shortlist.ranking is not None:
         # the room is exact: of `maybe`, the walk takes those it takes in their order
-        rows, left = _taken(
-            view, maybe, least[least <= room], shortlist.ranking, room, first, request
-        )
+        rows, left = _taken(view, maybe, least[least <= room], shortlist, room, first, request)
         if not len(rows):
             return first
         result = assemble_context(_with(request, view, view.widen(shortlist, rows)))
@@ -115,7 +113,7 @@ def _taken(
     view: UserView,
     rows: npt.NDArray[np.intp],
     least: FloatArray,
-    ranking: walk_rows.Ranking,
+    shortlist: Shortlist,
     room: int,
     first: AssembledContext,
     request: AssemblyInput,
@@ -124,7 +122,9 @@ def _taken(
     `first`'s takes, and the room it leaves: each that costs no more than what is left.
     A line is counted only when its bound fits what is left."""
     bound = dict(zip(rows.tolist(), least.tolist(), strict=True))
-    ordered = walk_rows.in_order(view, rows, ranking, _exact_keys(view, first, request))
+    assert shortlist.ranking is not None
+    keys = _exact_keys(view, shortlist, first, request)
+    ordered = walk_rows.in_order(view, rows, shortlist.ranking, keys)
     encoding, style = request.encoding, request.style
     kinds = {"memory": MEMORY, "episode": EPISODE, "procedure": PROCEDURE}
     used = {kinds.get(i["section"]) for i in first.pack_data["items"] if i["included"]}
@@ -146,15 +146,16 @@ def _taken(
 
 
 def _exact_keys(
-    view: UserView, first: AssembledContext, request: AssemblyInput
+    view: UserView, shortlist: Shortlist, first: AssembledContext, request: AssemblyInput
 ) -> Callable[[list[int]], list[tuple[object, ...]]]:
     """The assembler's sort key of rows (pipeline.assembly `_pool`, scoring.rank), computed
     by its own functions from the rows' records: for the few rows the view's keys cannot
     order."""
-    relevance = request.relevance
     now, weights, half_life = request.now, request.weights, request.half_life_hours
     items = first.pack_data["items"]
-    by_relevance = bool(request.query) and request.strategy == "scored" and bool(relevance)
+    # the rows' relevance as the shortlist hands it over (`request` has none)
+    scores = shortlist.scores
+    by_relevance = bool(request.query) and request.strategy == "scored" and scores is not None
     pool = [i for i in items if i["section"] != "soul" and i["tier"] in (None, "candidate")]
     best = max((i["components"]["relevance"] for i in pool if i["components"]), default=0.0)
     floor = request.relevance_floor * best
@@ -162,6 +163,7 @@ def _exact_keys(
 
     def key(row: int) -> tuple[object, ...]:
         record = view.records[row]
+        relevance = {record.id: float(scores[row])} if scores is not None else {}
         if isinstance(record, MemoryRecord):
             scored = score_memories(
                 [record], relevance=relevance, now=now, weights=weights, half_life_hours=half_life

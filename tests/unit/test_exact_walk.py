@@ -21,19 +21,14 @@ from memlane.pipeline.tokens import get_encoding
 from memlane.pipeline.user_view import UserView
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request, soul
+from tests.unit.test_user_view import MODEL, WORDS, vector
 
-WORDS = ["banker", "dance", "studio", "job", "paris", "tea", "garden", "piano", "exam", "dog"]
-MODEL = "toy-4"
 P50K = get_encoding("p50k_base")
 # a pattern no bound is known for (every run is its own piece): the walk goes on over all
 WORDY = tiktoken.Encoding(
     "wordy", pat_str=r"\S+|\s+", mergeable_ranks=P50K._mergeable_ranks, special_tokens={}
 )
 ENCODINGS = [get_encoding("o200k_base"), get_encoding("cl100k_base"), P50K, WORDY]
-
-
-def vector(words: list[str]) -> tuple[float, ...]:
-    return tuple(float(sum(1 for w in words if w == word)) for word in WORDS[:4])
 
 
 item = st.tuples(
@@ -104,7 +99,7 @@ def decisions(result) -> dict:
     }
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     items=st.lists(item, min_size=5, max_size=90),
     n_episodes=st.integers(min_value=0, max_value=12),

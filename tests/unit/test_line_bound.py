@@ -19,11 +19,10 @@ ENCODINGS = [get_encoding(name) for name in ENCODING_SPECS]
 
 # text a tokeniser may split oddly: words, digits, punctuation runs, every kind of
 # whitespace, entities, characters XML refuses, letters of other scripts
-pieces = st.sampled_from(
-    [" ", "  ", "\t", "\n", "\r\n", " \n ", "\x0b", "\x1c", "\u00a0", "\u2028", "\u3000"]
-    + ["a", "Ana", "works", "'s", "I'm", "2023", "12345", "3.14", "&", "<", ">", '"', "/"]
-    + ["</m>", ". ", "...", "--", "_", "\x00", "\ud800", "é", "日本語", "🙂", "ÀÉÎ", "ß"]
-)
+SPACES = [" ", "  ", "\t", "\n", "\r\n", " \n ", "\x0b", "\x1c", "\u00a0", "\u2028", "\u3000"]
+WORDS = ["a", "Ana", "works", "'s", "I'm", "2023", "12345", "3.14", "&", "<", ">", '"', "/"]
+ODD = ["</m>", ". ", "...", "--", "_", "\x00", "\ud800", "é", "日本語", "🙂", "ÀÉÎ", "ß"]
+pieces = st.sampled_from([*SPACES, *WORDS, *ODD])
 text = st.lists(pieces | st.text(max_size=6), max_size=30).map("".join)
 
 
