@@ -60,6 +60,8 @@ def runs(text: str) -> int:
     a space. Printable ASCII (most contents) holds no whitespace but the space: its
     words are its runs."""
     if text.isascii() and text.isprintable():
+        if text and "  " not in text and text[0] != " " and text[-1] != " ":
+            return text.count(" ") + 1  # single spaces between words: a third of split's time
         return len(text.split())
     return len(_RUN.findall(text))
 

@@ -82,3 +82,10 @@ def test_an_unknown_pattern_has_no_floor() -> None:
     assert line_bound.floor(other, "default", "memory") == 0
     assert not line_bound.known(other)
     assert line_bound.floor(get_encoding("o200k_base"), "default", "memory") > 0
+
+
+@given(content=text)
+def test_runs_of_plain_text_are_counted_as_the_pattern_counts_them(content) -> None:
+    import re
+
+    assert line_bound.runs(content) == len(re.findall(r"(?:^| )\S", content))
