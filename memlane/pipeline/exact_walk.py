@@ -2,7 +2,7 @@
 would (`MEMLANE_WALK_MARGIN=0`), while the assembler walks a few hundred of them.
 
 The view ranks every item; the assembler walks the best, until their estimated lines
-fill `walk_margin` budgets (UserView.shortlist, with the rows walk_rows adds near the
+fill `walk_margin` budgets (shortlists.make, with the rows walk_rows adds near the
 cut). What the walk leaves (`AssembledContext.room`: of the whole budget after rule 4,
 of the memories' share after rule 5) only shrinks as it goes on, and an item is taken
 only if it costs no more than what is left. So of the ranked items not walked, only
@@ -28,13 +28,14 @@ import numpy.typing as npt
 import tiktoken
 
 from memlane.pipeline import context_format as fmt
-from memlane.pipeline import line_bound, walk_rows
+from memlane.pipeline import line_bound, shortlists, walk_rows
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
 from memlane.pipeline.memory_table import Record
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord
 from memlane.pipeline.scoring import ITEM_IMPORTANCE, balanced_score, score_item, score_memories
-from memlane.pipeline.user_view import EPISODE, MEMORY, PROCEDURE, FloatArray, Shortlist, UserView
+from memlane.pipeline.shortlists import Shortlist
+from memlane.pipeline.user_view import EPISODE, MEMORY, PROCEDURE, FloatArray, UserView
 
 _KINDS = {MEMORY: "memory", EPISODE: "episode", PROCEDURE: "procedure"}
 
@@ -60,7 +61,8 @@ def assemble_from_view(
     (None without one): the context and decisions of a walk of every item (module
     docstring). `walk_margin` > 0 only sets how far the first walk goes."""
     budget = request.budget_tokens
-    shortlist = view.shortlist(
+    shortlist = shortlists.make(
+        view,
         relevance,
         strategy=request.strategy,
         now=request.now,
@@ -68,7 +70,7 @@ def assemble_from_view(
         half_life_hours=request.half_life_hours,
         relevance_floor=request.relevance_floor,
         include_sensitive=request.include_sensitive,
-        limit=view.shortlist_size(budget, request.style, walk_margin),
+        limit=shortlists.size(view, budget, request.style, walk_margin),
         walk_tokens=walk_margin * budget if walk_margin > 0 else None,
         style=request.style,
     )
@@ -85,7 +87,7 @@ def assemble_from_view(
                 room += item["tokens"] + wrapper
     if not line_bound.known(encoding):
         # no bound for an encoding of unknown pattern: every item not walked is walked now
-        return assemble_context(_with(request, view, view.widen(shortlist, rest)))
+        return assemble_context(_with(request, view, shortlists.widen(view, shortlist, rest)))
     least = view.runs[rest].copy()
     for kind, name in _KINDS.items():
         least[view.kind[rest] == kind] += line_bound.floor(encoding, style, name)
@@ -97,13 +99,13 @@ def assemble_from_view(
         rows, left = _taken(view, maybe, least[least <= room], shortlist, room, first, request)
         if not len(rows):
             return first
-        result = assemble_context(_with(request, view, view.widen(shortlist, rows)))
+        result = assemble_context(_with(request, view, shortlists.widen(view, shortlist, rows)))
         if result.room == left:  # as foreseen (otherwise: all that may fit, below)
             return result
     more = maybe[_line_tokens(view, maybe, encoding, style) <= room]
     if not len(more):
         return first
-    return assemble_context(_with(request, view, view.widen(shortlist, more)))
+    return assemble_context(_with(request, view, shortlists.widen(view, shortlist, more)))
 
 
 _SECTIONS = {MEMORY: "memories", EPISODE: "episodes", PROCEDURE: "procedures"}

@@ -1,18 +1,7 @@
 """One user's items as the assembler ranks them: the records, the relevance index over
 all of them (memories, episodes and procedures in one Corpus) and the columns the
 composite score needs, so a query ranks the whole store at once (numpy) and only a
-shortlist of it goes through the assembler's item-by-item rules.
-
-The shortlist holds every pinned and verified memory, and the best of the rest in the
-assembler's own order (assembly rule 4 with a query, the strategy's order without one):
-at most `limit`, and with a budget, as many as it takes for their lines, estimated from
-each item's length, to fill `walk_margin` budgets, so the assembler's walk usually ends
-before the shortlist does; pipeline.exact_walk walks on past it when it does not, with
-the ranked rows the shortlist leaves (`Shortlist.rest`). Only the rows kept are sorted
-(pipeline.top_k). Of the memories the
-safety filter leaves out (expired, sensitive), those the walk would have reached come
-too, so the pack names what was kept out of this context; naming every one, on every
-assembly, made the pack of a 100k user list ~2,000 of them.
+shortlist of it (pipeline.shortlist) goes through the assembler's item-by-item rules.
 """
 
 from __future__ import annotations
@@ -27,8 +16,6 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.pipeline import context_format as fmt
-from memlane.pipeline import walk_rows
-from memlane.pipeline.budget import MIN_MEMORY_LINE_TOKENS
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.line_bound import runs
 from memlane.pipeline.memory_table import LazyRecords, MemoryTable, Record, Vectors
@@ -41,17 +28,9 @@ from memlane.pipeline.relevance import (
     relevance,
     stack_vectors,
 )
-from memlane.pipeline.scoring import ITEM_IMPORTANCE, Strategy, Weights
-from memlane.pipeline.top_k import lexicographic_top
+from memlane.pipeline.scoring import ITEM_IMPORTANCE
 
 FloatArray = npt.NDArray[np.float64]
-
-# The ranked part of a shortlist ends where its lines, estimated from each item's length
-# (a quarter token per character, plus the style's least markup), add up to `walk_margin`
-# budgets (MEMLANE_WALK_MARGIN): far enough that the walk seldom has to go on past it
-# (pipeline.exact_walk), each going on costing a second assembly. Never fewer than
-# MIN_WALK items.
-MIN_WALK = 50
 
 
 def episode_keywords(episode: EpisodeRecord) -> frozenset[str]:
@@ -62,27 +41,8 @@ def procedure_keywords(procedure: Procedure) -> frozenset[str]:
     return frozenset(procedure.keywords) | keywords(procedure.name)
 
 
-def _epoch(moment: datetime) -> float:
+def epoch(moment: datetime) -> float:
     return moment.timestamp()
-
-
-@dataclass(frozen=True, slots=True)
-class Shortlist:
-    memories: list[MemoryRecord]
-    episodes: list[EpisodeRecord]
-    procedures: list[Procedure]
-    relevance: dict[str, float]
-    # For pipeline.exact_walk: the ranked rows not walked; the ids of those walked though
-    # the ranking may put them after a row not walked (`added`); the ranking's keys; the
-    # rows the shortlist holds; the excluded memories' rows.
-    rest: npt.NDArray[np.intp] = field(default_factory=lambda: np.empty(0, np.intp), compare=False)
-    added: frozenset[str] = frozenset()
-    ranking: walk_rows.Ranking | None = field(default=None, compare=False)
-    kept: tuple[int, ...] = ()
-    excluded: npt.NDArray[np.intp] = field(
-        default_factory=lambda: np.empty(0, np.intp), compare=False
-    )
-    scores: FloatArray | None = field(default=None, compare=False)  # each row's, as given
 
 
 MEMORY, EPISODE, PROCEDURE = 0, 1, 2
@@ -131,18 +91,6 @@ COLUMNS = (
     "chars",
     "runs",
 )
-
-
-def _ordered_before(
-    keys: Sequence[FloatArray], rows: npt.NDArray[np.intp], last: int
-) -> npt.NDArray[np.intp]:
-    """The `rows` whose keys come before those of row `last` in lexicographic order
-    (keys[0] the most significant; ties by row, as `lexicographic_top` breaks them)."""
-    before = rows < last
-    for key in reversed(keys):
-        mine, theirs = key[rows], key[last]
-        before = (mine < theirs) | ((mine == theirs) & before)
-    return rows[before]
 
 
 def _chars(record: EpisodeRecord | Procedure) -> int:
@@ -199,7 +147,7 @@ def _row(record: Record) -> tuple[float, ...]:
             len(record.content),
             runs(record.content),
         )
-    created = _epoch(record.created_at)
+    created = epoch(record.created_at)
     return (
         ITEM_IMPORTANCE,
         0.0,
@@ -386,21 +334,6 @@ class UserView:
     def procedures(self) -> list[Procedure]:
         return [r for r in self._rows_of(PROCEDURE) if isinstance(r, Procedure)]
 
-    def _walked(self, ranked: npt.NDArray[np.intp], walk_tokens: float, style: str) -> int:
-        """How many of `ranked` the assembler may walk: until their estimated lines add up
-        to `walk_tokens`, at least MIN_WALK."""
-        lines = MIN_MEMORY_LINE_TOKENS[style] + self.chars[ranked] / 4
-        enough = int(np.searchsorted(np.cumsum(lines), walk_tokens)) + 1
-        return max(MIN_WALK, enough)
-
-    def shortlist_size(self, budget_tokens: int, style: str, walk_margin: float) -> int:
-        """The most ranked items a shortlist can hold: as many as `walk_margin` budgets hold
-        at the style's least markup and no text (every item when the margin is 0)."""
-        if walk_margin <= 0:
-            return len(self.corpus)
-        lines = walk_margin * budget_tokens / MIN_MEMORY_LINE_TOKENS[style]
-        return max(MIN_WALK, math.ceil(lines) + 1)
-
     @property
     def size_bytes(self) -> int:
         """About what the view holds in memory once loaded: its arrays, its rows' text,
@@ -424,140 +357,4 @@ class UserView:
             query_model=query_model,
             query_terms=query_terms,
             lexical_weight=lexical_weight,
-        )
-
-    def shortlist(
-        self,
-        relevance: FloatArray | None,
-        *,
-        strategy: Strategy,
-        now: datetime,
-        weights: Weights,
-        half_life_hours: float,
-        relevance_floor: float,
-        include_sensitive: bool,
-        limit: int,
-        walk_tokens: float | None = None,
-        style: str = "default",
-    ) -> Shortlist:
-        """What the assembler needs to see of this user (module docstring). With
-        `walk_tokens`, the ranked part ends sooner: where its lines, estimated from each
-        item's length in `style`, add up to that many tokens (at least MIN_WALK items)."""
-        rows = len(self.corpus)
-        live = self.corpus.live
-        rel = np.zeros(rows, dtype=np.float64) if relevance is None else relevance
-        # as the assembler reads a relevance (scoring.unit_interval): NaN 0, then clipped
-        clipped = np.clip(np.nan_to_num(rel, nan=0.0), 0.0, 1.0)
-        hours = np.maximum(0.0, (_epoch(now) - self.stated) / 3600.0)
-        recency = np.exp(-math.log(2) * hours / half_life_hours)
-        frequency = np.minimum(1.0, np.log10(self.confirmations + 1.0) / 2.0)
-        composite = (
-            weights.relevance * clipped
-            + weights.importance * self.importance
-            + weights.recency * recency
-            + weights.frequency * frequency
-        )
-        is_memory = live & (self.kind == MEMORY)
-        visible = (self.expires > _epoch(now)) & (include_sensitive | ~self.sensitive)
-        always = is_memory & ~self.free  # pinned, verified
-        excluded = is_memory & self.free & ~visible  # expired or sensitive: the pack's
-        extra: set[int] = set()
-        # what a composite is computed from: rows equal in all are tied for the assembler
-        scored_by = (clipped, self.importance, self.stated, self.confirmations)
-        if relevance is not None and strategy == "scored":
-            # the assembler's pool: procedures with any relevance (theirs is truthy)
-            pool = live & self.free & visible & ((self.kind != PROCEDURE) | (rel != 0))
-            best = float(clipped[pool].max()) if pool.any() else 0.0
-            above = clipped >= relevance_floor * best
-            # assembly rule 4: above the floor by composite, then the rest by relevance;
-            # composites may differ from the assembler's in their last bits
-            primary = np.where(above, 0.0, 1.0)
-            secondary = np.where(above, -composite, -clipped)
-            ranking = walk_rows.Ranking(
-                (primary, secondary, -composite), (False, above, True), scored_by
-            )
-        else:
-            pool = self.free & visible & is_memory
-            if strategy == "important":
-                ranking = walk_rows.Ranking(
-                    (-self.raw_importance,), (False,), (self.raw_importance,)
-                )
-            elif strategy == "balanced":
-                age = np.maximum(0.0, (_epoch(now) - self.created) / 3600.0)
-                value = self.raw_importance / (1.0 + age)
-                ranking = walk_rows.Ranking((-value,), (True,), (self.raw_importance, self.created))
-            else:
-                ranking = walk_rows.Ranking((-composite,), (True,), scored_by)
-            # every episode: the walk after the memories takes any that fits, oldest too
-            extra = set(np.flatnonzero(live & (self.kind != MEMORY)).tolist())
-        keys = ranking.keys
-        in_pool = np.flatnonzero(pool)
-        ranked = in_pool[lexicographic_top([key[in_pool] for key in keys], limit)]
-        if walk_tokens is not None:
-            ranked = ranked[: self._walked(ranked, walk_tokens, style)]
-        walked, added = walk_rows.walked(
-            self,
-            in_pool,
-            ranked,
-            ranking,
-            clipped if relevance is not None and strategy == "scored" else None,
-        )
-        outside = np.ones(rows, dtype=np.bool_)
-        outside[walked] = False
-        rest = in_pool[outside[in_pool]]
-        before = np.empty(0, np.intp)
-        if len(ranked):
-            # the excluded memories the walk would have reached: the pack names them
-            before = _ordered_before(list(keys), np.flatnonzero(excluded), int(ranked[-1]))
-        kept = set(walked.tolist()) | set(np.flatnonzero(always).tolist()) | set(before.tolist())
-        keep = sorted(kept | extra)
-        return self._shortlist(
-            keep,
-            relevance,
-            rest=rest,
-            added=frozenset(self.corpus.ids[i] for i in added),
-            ranking=ranking,
-            excluded=np.flatnonzero(excluded),
-        )
-
-    def widen(self, shortlist: Shortlist, more: npt.NDArray[np.intp]) -> Shortlist:
-        """`shortlist` with the ranked rows `more` too, and the excluded memories ranked
-        before the last of them."""
-        assert shortlist.ranking is not None  # a shortlist of rows not walked has one
-        keys = shortlist.ranking.keys
-        last = int(more[np.lexsort(tuple(key[more] for key in reversed(keys)))[-1]])
-        before = _ordered_before(list(keys), shortlist.excluded, last)
-        keep = sorted(set(shortlist.kept) | set(more.tolist()) | set(before.tolist()))
-        return self._shortlist(
-            keep,
-            shortlist.scores,
-            rest=np.empty(0, np.intp),
-            added=shortlist.added,
-            ranking=shortlist.ranking,
-            excluded=shortlist.excluded,
-        )
-
-    def _shortlist(
-        self,
-        keep: list[int],
-        relevance: FloatArray | None,
-        *,
-        rest: npt.NDArray[np.intp],
-        added: frozenset[str],
-        ranking: walk_rows.Ranking | None,
-        excluded: npt.NDArray[np.intp],
-    ) -> Shortlist:
-        ids = self.corpus.ids
-        chosen = [self.records[i] for i in keep]
-        return Shortlist(
-            memories=[r for r in chosen if isinstance(r, MemoryRecord)],
-            episodes=[r for r in chosen if isinstance(r, EpisodeRecord)],
-            procedures=[r for r in chosen if isinstance(r, Procedure)],
-            relevance={} if relevance is None else {ids[i]: float(relevance[i]) for i in keep},
-            rest=rest,
-            added=added,
-            ranking=ranking,
-            kept=tuple(keep),
-            excluded=excluded,
-            scores=relevance,
         )

@@ -13,7 +13,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import user_view
+from memlane.pipeline import shortlists
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.exact_walk import assemble_from_view
 from memlane.pipeline.keywords import keywords
@@ -162,7 +162,7 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
         every = assemble_from_view(view, ask, relevance, walk_margin=0)
     except BudgetError:
         return  # soul and pinned alone over the budget: nothing ranked to compare
-    with mock.patch.object(user_view, "MIN_WALK", min_walk):
+    with mock.patch.object(shortlists, "MIN_WALK", min_walk):
         exact = assemble_from_view(view, ask, relevance, walk_margin=margin)
     assert decisions(exact) == decisions(every)
     # what it considered, it decided as the walk of every item did
@@ -177,7 +177,7 @@ def test_a_short_item_far_down_the_ranking_fills_the_last_tokens() -> None:
     view = build(items, 0, list(range(10)))
     ask = request(strategy="important", budget_tokens=700, retrieval_mode="working-set")
     every = assemble_from_view(view, ask, None, walk_margin=0)
-    with mock.patch.object(user_view, "MIN_WALK", 5):
+    with mock.patch.object(shortlists, "MIN_WALK", 5):
         exact = assemble_from_view(view, ask, None, walk_margin=0.3)
     last = view.corpus.ids[60]
     assert last in every.included_memory_ids  # the premise: it fits what the long ones left
@@ -197,17 +197,17 @@ def test_the_first_walk_holds_the_most_relevant_item_and_a_memory() -> None:
     relevance[20] = 1.0  # the most relevant, ranked last by its composite
     relevance[21:29] = 0.95  # the episodes
     ranked = dict(now=NOW, weights=WEIGHTS, half_life_hours=168.0, include_sensitive=False)
-    with mock.patch.object(user_view, "MIN_WALK", 1):
-        shortlist = view.shortlist(
-            relevance, strategy="scored", relevance_floor=0.9, limit=3, **ranked
+    with mock.patch.object(shortlists, "MIN_WALK", 1):
+        shortlist = shortlists.make(
+            view, relevance, strategy="scored", relevance_floor=0.9, limit=3, **ranked
         )
         assert view.corpus.ids[20] in shortlist.added
         assert view.corpus.ids[20] in {m.id for m in shortlist.memories}
         # now only the episodes are above the floor: the three best are walked, and the
         # best memory with them
         relevance[20] = 0.5
-        shortlist = view.shortlist(
-            relevance, strategy="scored", relevance_floor=0.99, limit=3, **ranked
+        shortlist = shortlists.make(
+            view, relevance, strategy="scored", relevance_floor=0.99, limit=3, **ranked
         )
     assert len(shortlist.episodes) == 3
     assert [m.id for m in shortlist.memories] == [view.corpus.ids[0]]

@@ -10,6 +10,7 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlane.pipeline import shortlists
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.keywords import keywords
@@ -125,7 +126,8 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
     every = len(memories) + len(episodes) + len(procedures)
     # whole; cut to a count; cut where the estimated lines fill a share of the budget
     for limit, walk_tokens in ((every, None), (5, None), (every, budget / 8)):
-        shortlist = view.shortlist(
+        shortlist = shortlists.make(
+            view,
             relevance,
             strategy=strategy,
             now=NOW,
@@ -256,7 +258,8 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
         assert {m.id for m in each.memories} == {m.id for m in after.values()}
     assert scores[id(view)] == scores[id(fresh)]
     picks = [
-        each.shortlist(
+        shortlists.make(
+            each,
             each.relevance(
                 query_vector=vector(query),
                 query_model=MODEL,
@@ -284,7 +287,8 @@ def test_the_walk_ends_where_the_estimated_lines_fill_the_tokens_asked() -> None
     ]
     view = build(memories, [], [])
     budget = 2000
-    shortlist = view.shortlist(
+    shortlist = shortlists.make(
+        view,
         None,
         strategy="important",
         now=NOW,
@@ -292,7 +296,7 @@ def test_the_walk_ends_where_the_estimated_lines_fill_the_tokens_asked() -> None
         half_life_hours=168.0,
         relevance_floor=0.8,
         include_sensitive=False,
-        limit=view.shortlist_size(budget, "default", 1.5),
+        limit=shortlists.size(view, budget, "default", 1.5),
         walk_tokens=1.5 * budget,
     )
     line = 18 + len(memories[0].content) / 4
@@ -340,15 +344,15 @@ def test_a_loaded_view_builds_only_the_records_an_assembly_reads() -> None:
         include_sensitive=False,
         limit=20,
     )
-    first = view.shortlist(None, **ranked)
+    first = shortlists.make(view, None, **ranked)
     assert [m.id for m in first.memories] == [m.id for m in memories[:20]]
     assert sorted(built) == list(range(20))
     assert view.records.made == 20  # what the working set's bound counts beside the view
     # read again, and from a patched view: each record was built once
     patched = view.patch([(memories[5].model_copy(update={"importance": 0.0}), None)], [], [])
-    again = patched.shortlist(None, **ranked)
+    again = shortlists.make(patched, None, **ranked)
     assert [m.id for m in again.memories] == [m.id for m in memories[:21] if m.id != "mem_005"]
-    assert view.shortlist(None, **ranked) == first
+    assert shortlists.make(view, None, **ranked) == first
     assert sorted(built) == list(range(21))
     assert view.records[5] is memories[5]  # the patch left the view it came from as it was
 
@@ -356,9 +360,9 @@ def test_a_loaded_view_builds_only_the_records_an_assembly_reads() -> None:
 def test_a_margin_of_zero_lets_the_assembler_walk_every_item() -> None:
     memories = [mem(f"mem_{i:03d}", ref=i + 1) for i in range(120)]
     view = build(memories, [], [])
-    assert view.shortlist_size(100, "default", 0) == len(memories)
-    assert view.shortlist_size(100, "default", 1.5) == 50  # MIN_WALK
-    assert view.shortlist_size(4000, "compact", 1.5) == 751
+    assert shortlists.size(view, 100, "default", 0) == len(memories)
+    assert shortlists.size(view, 100, "default", 1.5) == 50  # MIN_WALK
+    assert shortlists.size(view, 4000, "compact", 1.5) == 751
 
 
 def test_the_pack_names_the_excluded_memories_the_walk_would_have_reached() -> None:
@@ -373,7 +377,8 @@ def test_the_pack_names_the_excluded_memories_the_walk_would_have_reached() -> N
         for i in range(300)
     ]
     view = build(memories, [], [])
-    shortlist = view.shortlist(
+    shortlist = shortlists.make(
+        view,
         None,
         strategy="important",
         now=NOW,
@@ -381,7 +386,7 @@ def test_the_pack_names_the_excluded_memories_the_walk_would_have_reached() -> N
         half_life_hours=168.0,
         relevance_floor=0.8,
         include_sensitive=False,
-        limit=view.shortlist_size(2000, "default", 1.5),
+        limit=shortlists.size(view, 2000, "default", 1.5),
         walk_tokens=3000,
     )
     walked = [m for m in shortlist.memories if not m.sensitive]
