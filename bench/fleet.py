@@ -101,13 +101,19 @@ def running_fleet(
         fleet.stop()
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of these processes (all their threads), from /proc."""
+def cpu_seconds(pids: list[int], threads: list[int] | None = None) -> float:
+    """User + system CPU time of these processes (all their threads), from /proc; with
+    `threads`, only those thread ids of the (single) process."""
     ticks = os.sysconf("SC_CLK_TCK")
+    stats = (
+        [f"/proc/{pids[0]}/task/{tid}/stat" for tid in threads]
+        if threads is not None
+        else [f"/proc/{pid}/stat" for pid in pids]
+    )
     total = 0
-    for pid in pids:
+    for stat in stats:
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime
@@ -137,6 +143,44 @@ def cpu_by_role(fleet: Fleet, **more: int) -> dict[str, float]:
     out["redis"] = cpu_seconds(pids_named("redis-server"))
     out |= {name: cpu_seconds([pid]) for name, pid in more.items()}
     return out
+
+
+def cpu_by_kind(fleet: Fleet, database: str, **more: int) -> dict[str, float]:
+    """cpu_by_role split finer, for accounting the whole machine: each worker's main
+    thread (the consumer: receiving, acking, events, heartbeats) apart from its pool (the
+    thread pool's other threads, or the prefork children); PostgreSQL's backends of
+    `database` apart from the rest of PostgreSQL (other databases' backends, the writers);
+    every other live process; and the machine's busy time from /proc/stat, so that what
+    no live process accounts for (exited processes, the kernel) shows too."""
+    out = cpu_by_role(fleet, **more)
+    postgres = pids_named("postgres")
+    ours = [pid for pid in postgres if f" {database} " in _cmdline(pid)]
+    out["postgres_ours"] = cpu_seconds(ours)
+    out["postgres_other"] = out["postgres"] - out["postgres_ours"]
+    out["all_live"] = cpu_seconds(
+        [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+    )
+    for role, worker in fleet.workers.items():
+        pid = worker.proc.pid
+        main = cpu_seconds([pid], threads=[pid]) if role == "extract" else cpu_seconds([pid])
+        out[f"{role}_main"] = main
+        out[f"{role}_pool"] = out[role] - main
+    out["machine"] = machine_busy_seconds()
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    except OSError:
+        return ""
+
+
+def machine_busy_seconds() -> float:
+    """All cores' non-idle time since boot (user, nice, system, irq, softirq, steal)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def children(pid: int) -> list[int]:

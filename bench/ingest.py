@@ -6,11 +6,16 @@ process, answering at once or after 1 s. Also each worker's peak RSS.
     python -m bench.ingest                     # delays 0 and 1 s x concurrency 1, 8, 32
     python -m bench.ingest --size tiny
     python -m bench.ingest --delays 0 --concurrency 32 --transcripts 2000
+    python -m bench.ingest --delays 0 --concurrency 32 --cpu-accounting
 
 A transcript is 5 user/assistant exchanges (one extraction job), each answer 3 memories.
 Throughput = transcripts / (last job finished - first enqueue). Goals on this machine:
 >= 50 transcripts/s with the instant stub; with the 1 s stub, throughput grows with the
-extract pool's concurrency.
+extract pool's concurrency. With --cpu-accounting, a second table: the whole machine's
+CPU during each run, ms per transcript by process kind (each worker's main thread apart
+from its pool, the bench's enqueue apart from its polling, Redis, PostgreSQL, the stub),
+PostgreSQL's other processes, every other live process (other sessions' work), and
+what no live process accounts for (processes that exited meanwhile, the kernel).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlalchemy.engine import make_url
 
 from bench.common import (
     REDIS_URL,
@@ -37,7 +43,7 @@ from bench.common import (
 )
 from bench.fleet import (
     active_memories,
-    cpu_by_role,
+    cpu_by_kind,
     running_fleet,
     transcript,
     wait_all_finished,
@@ -92,8 +98,31 @@ def last_finished(db_url: str) -> datetime:
     return moment
 
 
+KINDS = (
+    "enqueue",
+    "bench_poll",
+    "extract_main",
+    "extract_pool",
+    "store_main",
+    "store_pool",
+    "redis",
+    "postgres",
+    "stub",
+    "measured",
+    "postgres_other",
+    "other_live",
+    "exited_kernel",
+    "machine",
+)
+
+
 def run_cell(
-    report: Report, db_url: str, delay: float, concurrency: int, plan: dict[str, Any]
+    report: Report,
+    db_url: str,
+    delay: float,
+    concurrency: int,
+    plan: dict[str, Any],
+    accounting: Report | None = None,
 ) -> None:
     count = transcripts_for(delay, concurrency, plan)
     truncate(db_url)
@@ -104,20 +133,32 @@ def run_cell(
             db_url, REDIS_URL, Path(logs), settings=settings, extract_concurrency=concurrency
         ) as fleet:
             lane = Memlane(load_settings(database_url=db_url, broker_url=REDIS_URL))
+            database = make_url(db_url).database or ""
             roles = {"enqueue": os.getpid(), "stub": stub_pid}
-            cpu_before = cpu_by_role(fleet, **roles)
+            cpu_before = cpu_by_kind(fleet, database, **roles)
             started = datetime.now(UTC)
             enqueue_s = enqueue_all(lane, count, seed=int(delay * 1000) + concurrency)
+            enqueued_cpu = time.process_time()
             counts = wait_all_finished(db_url, count, timeout=120 + count * max(delay, 0.05) * 2)
             elapsed = (last_finished(db_url) - started).total_seconds()
-            cpu_after = cpu_by_role(fleet, **roles)
+            cpu_after = cpu_by_kind(fleet, database, **roles)
+            polling_cpu = time.process_time() - enqueued_cpu
             rss = fleet.peak_rss_mib()
             lane.close()
     # Where the machine's CPU went, per transcript: the profile of a CPU-bound run.
+    spent = {k: (cpu_after[k] - cpu_before[k]) * 1000 / count for k in cpu_after}
     cpu = {
-        f"cpu_ms_{role}": round((cpu_after[role] - cpu_before[role]) * 1000 / count, 1)
-        for role in cpu_after
+        f"cpu_ms_{role}": round(ms, 1)
+        for role, ms in spent.items()
+        if role in ("enqueue", "extract", "store", "postgres", "redis", "stub")
     }
+    if accounting is not None:
+        accounting.emit(
+            stub_delay_s=delay,
+            extract_concurrency=concurrency,
+            transcripts_per_s=round(count / elapsed, 1),
+            **account(spent, polling_cpu * 1000 / count, count / elapsed),
+        )
     report.emit(
         stub_delay_s=delay,
         extract_concurrency=concurrency,
@@ -131,6 +172,29 @@ def run_cell(
         **rss,
         **cpu,
     )
+
+
+def account(spent: dict[str, float], polling_ms: float, rate: float) -> dict[str, float]:
+    """The machine's CPU ms per transcript by kind. The bench's own process is split
+    at the end of enqueuing: what it used afterwards is its polling of the jobs table
+    (enqueue threads still finishing are negligible by then). `busy_cores` is the
+    machine's CPU per wall second during the run: ~2 on two cores means CPU-bound."""
+    kinds = {
+        "enqueue": spent["enqueue"] - polling_ms,
+        "bench_poll": polling_ms,
+        **{k: spent[k] for k in ("extract_main", "extract_pool", "store_main", "store_pool")},
+        **{k: spent[k] for k in ("redis", "stub")},
+        "postgres": spent["postgres_ours"],
+    }
+    kinds["measured"] = sum(kinds.values())
+    kinds["postgres_other"] = spent["postgres_other"]
+    # every live process less ours and PostgreSQL's other processes
+    kinds["other_live"] = spent["all_live"] - kinds["measured"] - spent["postgres_other"]
+    kinds["exited_kernel"] = spent["machine"] - spent["all_live"]
+    kinds["machine"] = spent["machine"]
+    out = {f"ms_{k}": round(v, 1) for k, v in kinds.items()}
+    out["busy_cores"] = round(spent["machine"] * rate / 1000, 2)
+    return out
 
 
 def goals(report: Report) -> None:
@@ -153,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--delays", nargs="+", type=float)
     p.add_argument("--concurrency", nargs="+", type=int)
     p.add_argument("--transcripts", type=int)
+    p.add_argument(
+        "--cpu-accounting",
+        action="store_true",
+        help="also print the machine's CPU per transcript by process kind",
+    )
     args = p.parse_args(argv)
     plan = dict(PLANS[args.size])
     plan["transcripts"] = args.transcripts or plan["transcripts"]
@@ -161,14 +230,20 @@ def main(argv: list[str] | None = None) -> int:
     columns += ["transcripts_per_s", "enqueue_per_s", "extract_max_mib", "store_max_mib"]
     columns += ["cpu_ms_enqueue", "cpu_ms_extract", "cpu_ms_store", "cpu_ms_postgres"]
     report = Report("ingest", [*columns, "goal", "figure", "met"])
+    accounting = None
+    if args.cpu_accounting:
+        head = ["stub_delay_s", "extract_concurrency", "transcripts_per_s"]
+        accounting = Report("ingest_cpu", [*head, *(f"ms_{k}" for k in KINDS), "busy_cores"])
     for delay in args.delays or plan["delays"]:
         for concurrency in args.concurrency or plan["concurrency"]:
             print(
                 f"ingest: stub delay {delay}s, extract concurrency {concurrency}", file=sys.stderr
             )
-            run_cell(report, db_url, delay, concurrency, plan)
+            run_cell(report, db_url, delay, concurrency, plan, accounting)
     goals(report)
     report.print_table()
+    if accounting is not None:
+        accounting.print_table()
     return 0
 
 
