@@ -150,8 +150,7 @@ def cpu_by_kind(fleet: Fleet, database: str, **more: int) -> dict[str, float]:
     thread (the consumer: receiving, acking, events, heartbeats) apart from its pool (the
     thread pool's other threads, or the prefork children); PostgreSQL's backends of
     `database` apart from the rest of PostgreSQL (other databases' backends, the writers);
-    every other live process; and the machine's busy time from /proc/stat, so that what
-    no live process accounts for (exited processes, the kernel) shows too."""
+    and the machine's busy time from /proc/stat (see live_cpu for the other processes)."""
     out = cpu_by_role(fleet, **more)
     postgres = pids_named("postgres")
     ours = [pid for pid in postgres if f" {database} " in _cmdline(pid)]
@@ -165,8 +164,30 @@ def cpu_by_kind(fleet: Fleet, database: str, **more: int) -> dict[str, float]:
         main = cpu_seconds([pid], threads=[pid]) if role == "extract" else cpu_seconds([pid])
         out[f"{role}_main"] = main
         out[f"{role}_pool"] = out[role] - main
-    out["machine"] = machine_busy_seconds()
+    out["machine"], out["irq"] = machine_busy_seconds()
     return out
+
+
+def live_cpu() -> dict[tuple[int, int], float]:
+    """CPU seconds so far of every process alive now, keyed by (pid, start time) so that
+    a reused pid is another process. The difference of two readings (a process new in
+    the second counts whole; one gone from it is lost) is what live processes used."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[(int(entry.name), int(fields[19]))] = (int(fields[11]) + int(fields[12])) / ticks
+    return out
+
+
+def cpu_used_between(
+    before: dict[tuple[int, int], float], after: dict[tuple[int, int], float]
+) -> float:
+    return sum(seconds - before.get(key, 0.0) for key, seconds in after.items())
 
 
 def _cmdline(pid: int) -> str:
@@ -176,11 +197,13 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def machine_busy_seconds() -> float:
-    """All cores' non-idle time since boot (user, nice, system, irq, softirq, steal)."""
+def machine_busy_seconds() -> tuple[float, float]:
+    """All cores' non-idle time since boot (user, nice, system, irq, softirq, steal), and
+    the interrupts' part of it (no process's time includes it)."""
     fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
     user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq + steal) / ticks, (irq + softirq) / ticks
 
 
 def children(pid: int) -> list[int]:

@@ -14,8 +14,8 @@ Throughput = transcripts / (last job finished - first enqueue). Goals on this ma
 extract pool's concurrency. With --cpu-accounting, a second table: the whole machine's
 CPU during each run, ms per transcript by process kind (each worker's main thread apart
 from its pool, the bench's enqueue apart from its polling, Redis, PostgreSQL, the stub),
-PostgreSQL's other processes, every other live process (other sessions' work), and
-what no live process accounts for (processes that exited meanwhile, the kernel).
+PostgreSQL's other processes, every other live process (other sessions' work),
+interrupts, and processes that exited meanwhile.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ from bench.common import (
 from bench.fleet import (
     active_memories,
     cpu_by_kind,
+    cpu_used_between,
+    live_cpu,
     running_fleet,
     transcript,
     wait_all_finished,
@@ -111,7 +113,8 @@ KINDS = (
     "measured",
     "postgres_other",
     "other_live",
-    "exited_kernel",
+    "irq",
+    "exited",
     "machine",
 )
 
@@ -136,17 +139,20 @@ def run_cell(
             database = make_url(db_url).database or ""
             roles = {"enqueue": os.getpid(), "stub": stub_pid}
             cpu_before = cpu_by_kind(fleet, database, **roles)
+            live_before = live_cpu()
             started = datetime.now(UTC)
             enqueue_s = enqueue_all(lane, count, seed=int(delay * 1000) + concurrency)
             enqueued_cpu = time.process_time()
             counts = wait_all_finished(db_url, count, timeout=120 + count * max(delay, 0.05) * 2)
             elapsed = (last_finished(db_url) - started).total_seconds()
             cpu_after = cpu_by_kind(fleet, database, **roles)
+            live_s = cpu_used_between(live_before, live_cpu())
             polling_cpu = time.process_time() - enqueued_cpu
             rss = fleet.peak_rss_mib()
             lane.close()
     # Where the machine's CPU went, per transcript: the profile of a CPU-bound run.
     spent = {k: (cpu_after[k] - cpu_before[k]) * 1000 / count for k in cpu_after}
+    spent["all_live"] = live_s * 1000 / count
     cpu = {
         f"cpu_ms_{role}": round(ms, 1)
         for role, ms in spent.items()
@@ -190,7 +196,9 @@ def account(spent: dict[str, float], polling_ms: float, rate: float) -> dict[str
     kinds["postgres_other"] = spent["postgres_other"]
     # every live process less ours and PostgreSQL's other processes
     kinds["other_live"] = spent["all_live"] - kinds["measured"] - spent["postgres_other"]
-    kinds["exited_kernel"] = spent["machine"] - spent["all_live"]
+    kinds["irq"] = spent["irq"]
+    # processes that exited meanwhile (their time in the run; others' short-lived tools)
+    kinds["exited"] = spent["machine"] - spent["all_live"] - spent["irq"]
     kinds["machine"] = spent["machine"]
     out = {f"ms_{k}": round(v, 1) for k, v in kinds.items()}
     out["busy_cores"] = round(spent["machine"] * rate / 1000, 2)
