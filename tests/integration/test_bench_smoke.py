@@ -63,8 +63,10 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
         accounts = [r for r in rows if r["bench"] == "ingest_cpu"]
         assert len(accounts) == len(results)
         for account in accounts:
-            ours = ("enqueue", "bench_poll", "extract_main", "extract_pool", "store_main")
-            ours += ("store_pool", "redis", "postgres", "stub")
+            ours = (
+                *("enqueue", "bench_poll", "extract_main", "extract_pool", "store_main"),
+                *("store_pool", "redis", "postgres", "stub"),
+            )
             # every listed kind did work, and the kinds add up to the machine's busy time
             assert all(account[f"ms_{k}"] >= 0 for k in ours), account
             assert account["ms_extract_pool"] > 0 and account["ms_store_pool"] > 0, account
