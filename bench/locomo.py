@@ -299,7 +299,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _figures(table: dict[str, Any], system: str) -> dict[str, float | int | None]:
     row = table.get(f"{system}|all") or {}
-    pct = lambda x: None if x is None else round(100 * x, 1)  # noqa: E731
+
+    def pct(share: float | None) -> float | None:
+        return None if share is None else round(100 * share, 1)
+
     return {
         "evidence": pct(row.get("ev_all")),
         "answer_words": pct(row.get("ans_rec")),

@@ -50,7 +50,7 @@ def _count(*_: Any) -> None:
 
 
 def profiled(
-    label: str, items: list[Any], step: Callable[[Any], object], top: int, per: int
+    label: str, items: list[Any], step: Callable[[Any], object], top: int, per: float
 ) -> tuple[float, float, float]:
     """Run `step` on each item, under cProfile unless `top` is 0 (then print nothing);
     return (CPU ms, wall ms, SQL statements) per transcript, `per` items making one."""

@@ -58,6 +58,7 @@ def synthetic_memories(count: int, user: str = "u1") -> list[MemoryRecord]:
                 tier="verified" if i < 5 else "candidate",
                 access_count=rng.randint(1, 40),
                 created_at=created,
+                confirmed_at=created,
                 accessed_at=created + (dataset.NOW - created) * rng.random(),
             )
         )

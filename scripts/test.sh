@@ -12,6 +12,7 @@ echo "[memlane test] ruff"
 .venv/bin/ruff check .
 echo "[memlane test] mypy"
 .venv/bin/mypy -p memlane
+.venv/bin/mypy bench
 echo "[memlane test] pytest"
 .venv/bin/pytest -q "$@"
 echo "[memlane test] finished in $(( $(date +%s) - start )) s"
