@@ -90,7 +90,11 @@ def test_an_erased_user_leaves_no_row_anywhere(lane: Memlane, db_url: str, now: 
     assert after == other_before
     # the user may come back, as a new user
     lane.add_memory(VICTIM, {"content": "Likes maps."})
-    assert [m.content for m in lane.list_memories(VICTIM)] == ["Likes maps."]
+    listed = lane.list_memories(VICTIM, status=None)
+    # every field of what is there, so a failure says where an extra or missing row came from
+    assert [(m.content, m.status) for m in listed] == [("Likes maps.", "active")], [
+        (m.model_dump(mode="json"), lane.memory_history(VICTIM, m.id)) for m in listed
+    ]
 
 
 def test_the_api_erases_and_reports_what_it_deleted(lane: Memlane, db_url: str) -> None:
