@@ -123,23 +123,33 @@ def _taken(
     """Of `rows` (`least`: their lines' least tokens), those a walk on from the end of
     `first`'s takes, and the room it leaves: each that costs no more than what is left.
     A line is counted only when its bound fits what is left."""
+    encoding, style = request.encoding, request.style
+    counts = _counts(view, encoding, style)
+    # a row whose line is known to cost more than the room never fits (the room only
+    # shrinks): most rows the bound lets through, once their lines have been counted
+    open_ = ~(counts[rows] > room)
+    rows, least = rows[open_], least[open_]
+    if not len(rows):
+        return rows, room
     bound = dict(zip(rows.tolist(), least.tolist(), strict=True))
     assert shortlist.ranking is not None
     keys = _exact_keys(view, shortlist, first, request)
-    ordered = walk_rows.in_order(view, rows, shortlist.ranking, keys)
-    encoding, style = request.encoding, request.style
+    ordered = walk_rows.in_order(view, rows, shortlist.ranking, keys).tolist()
+    kind_of = dict(zip(ordered, view.kind[ordered].tolist(), strict=True))
     kinds = {"memory": MEMORY, "episode": EPISODE, "procedure": PROCEDURE}
     used = {kinds.get(i["section"]) for i in first.pack_data["items"] if i["included"]}
     lowest = min(least.tolist())
     taken: list[int] = []
-    for row in ordered.tolist():
+    for row in ordered:
         if room < lowest:
             break
         if bound[row] > room:
             continue
-        kind = int(view.kind[row])
-        cost = int(_line_tokens(view, np.array([row]), encoding, style)[0])
-        cost += 0 if kind in used else _section_tokens(encoding, _SECTIONS[kind])
+        line = float(counts[row])
+        if line != line:  # not counted yet (NaN)
+            line = counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
+        kind = kind_of[row]
+        cost = int(line) + (0 if kind in used else _section_tokens(encoding, _SECTIONS[kind]))
         if cost <= room:
             room -= cost
             used.add(kind)
@@ -211,12 +221,18 @@ def _line_tokens(
 ) -> FloatArray:
     """The tokens of the `rows`' lines, counted once per row and kept in the view: a row
     the bound lets through is likely to be let through again."""
-    counts = view.line_tokens.get((encoding, style))
-    if counts is None:
-        counts = view.line_tokens.setdefault((encoding, style), np.full(len(view.corpus), np.nan))
+    counts = _counts(view, encoding, style)
     for row in rows[np.isnan(counts[rows])].tolist():
         counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
     return counts[rows]
+
+
+def _counts(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -> FloatArray:
+    """The view's line tokens per row in `encoding` and `style` (NaN: not counted yet)."""
+    counts = view.line_tokens.get((encoding, style))
+    if counts is None:
+        counts = view.line_tokens.setdefault((encoding, style), np.full(len(view.corpus), np.nan))
+    return counts
 
 
 def _line(record: Record, style: fmt.Style) -> str:
