@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
@@ -125,18 +126,34 @@ def _in_order(soul: dict[str, SoulBlock]) -> list[SoulBlock]:
     return [soul[kind] for kind in sorted(soul)]
 
 
+class _UserLock:
+    """One user's lock, a context manager; WorkingSet keeps it by a weak reference, so it
+    lives as long as a thread holds it or waits for it."""
+
+    __slots__ = ("__weakref__", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _UserLock:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
+
+
 class WorkingSet:
     """The working set of one process for one database (module docstring).
 
-    Locks: one per user (striped: `STRIPES` locks shared by hashing the user id, so
-    their number stays bounded) is held while a user's view is read, brought current or
+    Locks: one per user (kept only while some thread holds or waits for it, so their
+    number follows the users being served; striped locks made one user's load hold up
+    the users sharing its stripe) is held while a user's view is read, brought current or
     loaded, so that work is done once per user at a time; the set's own lock guards only
     the bookkeeping (which users are kept, their order, who is loading) and is never held
     across a read. So one user's load or change read never makes another user's assembly
     wait, and assemblies of different users run side by side wherever they leave the
     interpreter (database round trips, numpy)."""
-
-    STRIPES = 64
 
     def __init__(self, url: str, *, budget_mb: float, eager_items: int | None = None) -> None:
         self.url = url
@@ -146,7 +163,9 @@ class WorkingSet:
         self.eager_items = eager_items
         self._users: OrderedDict[str, _User] = OrderedDict()
         self._lock = threading.Lock()
-        self._user_locks = [threading.Lock() for _ in range(self.STRIPES)]
+        self._user_locks: weakref.WeakValueDictionary[str, _UserLock] = (
+            weakref.WeakValueDictionary()
+        )
         self._loading: dict[str, threading.Thread] = {}
         # users found too large for the bound: the store serves them without a load on
         # every assembly (`warm` or `forget` lets them try again)
@@ -159,9 +178,13 @@ class WorkingSet:
     def __contains__(self, user_id: str) -> bool:
         return user_id in self._users
 
-    def user_lock(self, user_id: str) -> threading.Lock:
+    def user_lock(self, user_id: str) -> _UserLock:
         """The lock a user's view is read and brought current under (class docstring)."""
-        return self._user_locks[hash(user_id) % self.STRIPES]
+        with self._lock:
+            lock = self._user_locks.get(user_id)
+            if lock is None:
+                lock = self._user_locks[user_id] = _UserLock()
+            return lock
 
     def view(self, user_id: str, *, model: str, dim: int) -> UserView | None:
         """The user's view, current as of this call; None when the store must serve them

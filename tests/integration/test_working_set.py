@@ -324,3 +324,14 @@ def test_a_row_committed_while_the_changes_are_read_is_not_skipped(pg: str, now:
         # then the memory the first read could not see reaches the next assembly
         assert written
         assert "dog at seven" in context(lane, now)
+
+
+def test_each_user_has_a_lock_of_their_own_while_it_is_in_use(pg: str) -> None:
+    """No two users share a lock (a shared one made one user's slow load hold up the
+    other's assembly), and a user's lock is one object for as long as it is held."""
+    working = WorkingSet(pg, budget_mb=64)
+    with working.user_lock("u0") as held:
+        assert working.user_lock("u0") is held
+        others = [working.user_lock(f"u{n}") for n in range(1, 500)]
+        assert all(lock is not held for lock in others)
+        assert len({id(lock) for lock in others}) == len(others)
