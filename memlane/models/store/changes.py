@@ -207,37 +207,37 @@ def read_since(url: str, user_id: str, after: int) -> Changes:
 _OTHERS: tuple[Any, ...] = (EpisodeRow, ProcedureRow, SoulBlockRow, RemovedItem)
 
 
+def _changed_memories(
+    postgres: bool, user: BindParameter[str], after: BindParameter[int]
+) -> Select[*tuple[Any, ...]]:
+    """The user's memories written after the number `after`, as the view loads them."""
+    from memlane.models.store import user_items  # it imports the stores that stamp
+
+    return (
+        select(*user_items.memory_columns(postgres), MemoryRow.change_seq)
+        .where(MemoryRow.user_id == user, MemoryRow.change_seq > after)
+        .order_by(MemoryRow.change_seq)
+    )
+
+
 @lru_cache(maxsize=2)
 def _since_reads(
     postgres: bool,
 ) -> tuple[Select[*tuple[Any, ...]], Select[*tuple[Any, ...]]]:
     """`since`'s two reads, built once (building them was most of a change's cost)."""
-    from memlane.models.store import user_items  # it imports the stores that stamp
-
     user: BindParameter[str] = bindparam("user_id")
     after: BindParameter[int] = bindparam("after")
-    memories = (
-        select(*user_items.memory_columns(postgres), MemoryRow.change_seq)
-        .where(MemoryRow.user_id == user, MemoryRow.change_seq > after)
-        .order_by(MemoryRow.change_seq)
-    )
     others = select(
         *(exists().where(table.user_id == user, table.change_seq > after) for table in _OTHERS)
     )
-    return memories, others
+    return _changed_memories(postgres, user, after), others
 
 
 @lru_cache(maxsize=1)
 def _poll_reads() -> tuple[CompiledRead, CompiledRead]:
-    from memlane.models.store import user_items  # it imports the stores that stamp
-
     user: BindParameter[str] = bindparam("user_id")
     after: BindParameter[int] = bindparam("after")
-    memories = (
-        select(*user_items.memory_columns(True), MemoryRow.change_seq)
-        .where(MemoryRow.user_id == user, MemoryRow.change_seq > after)
-        .order_by(MemoryRow.change_seq)
-    )
+    memories = _changed_memories(True, user, after)
     # the number read again and whether another table changed, in one row (a statement
     # of its own in the pipeline costs the client more than the reads do the server)
     number = _VERSION.scalar_subquery()
