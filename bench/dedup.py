@@ -74,7 +74,11 @@ def bench_size(
         nonlocal bumps
         sighting = new[i % len(new)]
         known = dedup_reads.candidates(
-            session, user, [sighting.keywords], threshold=settings.dedup_threshold
+            session,
+            user,
+            [(sighting.memory.content, sighting.keywords)],
+            threshold=settings.dedup_threshold,
+            min_keywords=settings.dedup_min_keywords,
         )
         result = dedup.plan(
             [sighting],

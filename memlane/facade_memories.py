@@ -95,7 +95,11 @@ class MemoryCuration:
         with unit_of_work(self.url) as session:
             memories.user_lock(session, user_id)
             known = dedup_reads.candidates(
-                session, user_id, [words], threshold=settings.dedup_threshold
+                session,
+                user_id,
+                [(created.content, words)],
+                threshold=settings.dedup_threshold,
+                min_keywords=settings.dedup_min_keywords,
             )
             match = dedup.duplicate_of(
                 created.content,

@@ -27,7 +27,15 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
+    # Reads through a memory map, not a read() call per page missing from SQLite's own
+    # 2 MB cache: a short statement's dedup lookup reads hundreds of memory rows spread
+    # over the file (6.0 → 1.3 ms for 481 rows of a 100k store, bench/README.md). The
+    # map is address space, not memory; a file larger than it reads the rest as before.
+    cursor.execute(f"PRAGMA mmap_size={SQLITE_MMAP_BYTES}")
     cursor.close()
+
+
+SQLITE_MMAP_BYTES = 1 << 30
 
 
 # Every PostgreSQL session reads vector top-k through HNSW indexes (store/vector_index.py)

@@ -117,20 +117,43 @@ def probe(
     # shorter: each size reads its own n − α(s) + 1 keywords, plus the same extension.
     extra = read - (n - alpha + 1)
     prefix = [min(n, n - a + 1 + extra) for a in overlap]
-    largest = tuple(
-        max(s for s, k in zip(sizes, prefix, strict=True) if k > i) for i in range(read)
-    )
     at_least = tuple(a - (n - k) for a, k in zip(overlap, prefix, strict=True))
-    return Probe(tuple(ordered[:read]), largest, smallest, at_least, topic)
+    return Probe(tuple(ordered[:read]), _largest(sizes, prefix, read), smallest, at_least, topic)
+
+
+def _largest(sizes: range, prefix: list[int], read: int) -> tuple[int, ...]:
+    """For each of the first `read` keywords, the largest size whose prefix reaches it
+    (max s with prefix[s] > i), in one pass over the sizes and one over the keywords: a
+    long statement (100 keywords, ~110 sizes) made this quadratic loop its largest cost."""
+    widest: dict[int, int] = {}  # a prefix length → the largest size reading that many
+    for s, k in zip(sizes, prefix, strict=True):
+        widest[k] = max(s, widest.get(k, s))
+    largest = []
+    running = 0
+    for i in range(max(prefix) - 1, -1, -1):  # the sizes reading more than i keywords
+        running = max(running, widest.get(i + 1, 0))
+        if i < read:
+            largest.append(running)
+    return tuple(reversed(largest))
 
 
 def _least_overlap(n: int, s: int, threshold: float) -> int:
     """The fewest shared keywords o with which sets of n and s keywords have Jaccard ≥ t,
-    by the division `Matcher` does (so no float rounding parts the two)."""
-    return next(
-        (o for o in range(1, min(n, s) + 1) if o / (n + s - o) >= threshold - _EPSILON),
-        min(n, s) + 1,  # never: within the length bounds o = min(n, s) always is enough
-    )
+    by the division `Matcher` does (so no float rounding parts the two). That division
+    only grows with o, so the least o is found by stepping from the real bound
+    o ≥ t·(n + s) / (1 + t) rather than counting up from 1 (a quadratic cost for long
+    statements; tests/unit/test_prefix_filter.py checks it against the count)."""
+    cap = min(n, s)
+
+    def enough(o: int) -> bool:
+        return o / (n + s - o) >= threshold - _EPSILON
+
+    o = min(cap, max(1, math.ceil(threshold * (n + s) / (1 + threshold))))
+    while o > 1 and enough(o - 1):
+        o -= 1
+    while o <= cap and not enough(o):
+        o += 1
+    return o  # cap + 1 never: within the length bounds o = min(n, s) always is enough
 
 
 def _rows_found(counts: Sequence[int], *, at_least: int, size: int) -> float:

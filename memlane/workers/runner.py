@@ -184,8 +184,9 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
             known = dedup_reads.candidates(
                 session,
                 user_id,
-                [s.keywords for s in sightings],
+                [(s.memory.content, s.keywords) for s in sightings],
                 threshold=settings.dedup_threshold,
+                min_keywords=settings.dedup_min_keywords,
             )
             secret, prints = fingerprints.read(session, user_id)
             kept_out = set(

@@ -1,7 +1,7 @@
 """The dedup lookup on both backends: the SQL finds what the prefix filter's simulation
-finds (tests/unit/test_prefix_filter.py proves the simulation exact), and the keyword
-frequencies stay equal to the index's postings through inserts, plans, purges and an
-erased user."""
+finds, and returns what the plan reads of them (tests/unit/test_prefix_filter.py proves
+the simulation exact), and the keyword frequencies stay equal to the index's postings
+through inserts, plans, purges and an erased user."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from memlane.pipeline import dedup
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import ExtractedMemory, MemoryRecord
 from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
-from tests.unit.test_prefix_filter import exhaustive, found_by_lookup
+from tests.unit.test_prefix_filter import exhaustive, found_by_lookup, needed_by_plan
 
 _WORDS = ["java", "java", "project", "team", *(f"w{i}" for i in range(25))]
 _VERBS = ["likes", "dislikes", "prefers", "never uses", "uses", "does not use"]
@@ -96,13 +96,27 @@ def test_the_sql_lookup_finds_what_the_prefix_filter_finds(
         new = [text(rng) for _ in range(rng.randint(1, 4))]
         sets = [keywords(t) for t in new]
         with unit_of_work(db_url) as s:
-            found = dedup_reads.candidates(s, "u1", sets, threshold=DEDUP_THRESHOLD)
+            found = dedup_reads.found(s, "u1", sets, threshold=DEDUP_THRESHOLD)
+            read = dedup_reads.candidates(
+                s,
+                "u1",
+                list(zip(new, sets, strict=True)),
+                threshold=DEDUP_THRESHOLD,
+                min_keywords=DEDUP_MIN_KEYWORDS,
+            )
         expected = found_by_lookup(
             sets, store, dict(frequency), total=sum(bool(m.keywords) for m in store)
         )
-        assert [m.id for m in found] == sorted(m.id for m in expected)
+        assert sorted(m.id for m in found) == sorted(m.id for m in expected)
         assert exhaustive(new, store) <= {m.id for m in found}
-        assert all(m.user_id == "u1" for m in found)
+        by_id = {m.id: m for m in store}
+        assert {(m.id, m.status, m.keywords, m.content) for m in found} == {
+            (m.id, by_id[m.id].status, by_id[m.id].keywords, by_id[m.id].content) for m in found
+        }
+        assert read == [  # the whole records of what the plan reads
+            m.model_copy(update={"embedding": None}) for m in needed_by_plan(new, expected)
+        ]
+        assert all(m.user_id == "u1" for m in read)
 
 
 def test_the_frequencies_follow_the_index(db_url: str, now: datetime) -> None:
@@ -120,7 +134,11 @@ def test_the_frequencies_follow_the_index(db_url: str, now: datetime) -> None:
     ]
     with unit_of_work(db_url) as s:
         known = dedup_reads.candidates(
-            s, "u1", [x.keywords for x in sightings], threshold=DEDUP_THRESHOLD
+            s,
+            "u1",
+            [(x.memory.content, x.keywords) for x in sightings],
+            threshold=DEDUP_THRESHOLD,
+            min_keywords=DEDUP_MIN_KEYWORDS,
         )
         memories.apply_plan(
             s,
@@ -164,5 +182,5 @@ def test_words_sharing_one_posting_still_find_every_match(db_url: str, now: date
         ids = [add(s, "u1", content, now) for content in contents]
     new = keywords(contents[0])
     with unit_of_work(db_url) as s:
-        found = dedup_reads.candidates(s, "u1", [new], threshold=DEDUP_THRESHOLD)
-    assert [m.id for m in found] == sorted(ids[:2])
+        found = dedup_reads.found(s, "u1", [new], threshold=DEDUP_THRESHOLD)
+    assert sorted(m.id for m in found) == sorted(ids[:2])

@@ -108,7 +108,9 @@ def test_a_corrected_content_is_rekeyed_reembedded_and_reaches_a_warm_view(
             select(MemoryKeyword.keyword).where(MemoryKeyword.memory_id == memory.id)
         )
         assert set(indexed) == set(keywords(text))
-        found = dedup_reads.candidates(session, "u1", [keywords(text)], threshold=0.6)
+        found = dedup_reads.candidates(
+            session, "u1", [(text, keywords(text))], threshold=0.6, min_keywords=3
+        )
         assert [m.id for m in found] == [memory.id]
     context = lane.assemble("u1", "rooibos", now=now).text  # the warm view followed
     assert "rooibos" in context and "oolong" not in context

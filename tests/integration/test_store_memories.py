@@ -34,8 +34,9 @@ def test_dedup_candidates_come_from_the_keyword_index_of_that_user_only(
     add(db_url, now, "User prefers TypeScript for frontend work", user="u2")
     add(db_url, now, "User lives in Lisbon with two cats")
     with unit_of_work(db_url) as s:
+        text = "The user prefers TypeScript in frontend code"
         found = dedup_reads.candidates(
-            s, "u1", [keywords("The user prefers TypeScript in frontend code")], threshold=0.6
+            s, "u1", [(text, keywords(text))], threshold=0.6, min_keywords=3
         )
     assert [m.id for m in found] == [same.id]
 
@@ -45,9 +46,8 @@ def test_candidates_sharing_too_few_keywords_to_reach_the_threshold_are_not_read
 ) -> None:
     add(db_url, now, "User prefers TypeScript")  # shares 1 of the 5 new keywords
     with unit_of_work(db_url) as s:
-        found = dedup_reads.candidates(
-            s, "u1", [keywords("User prefers Rust for embedded firmware")], threshold=0.6
-        )
+        new = [keywords("User prefers Rust for embedded firmware")]
+        found = dedup_reads.found(s, "u1", new, threshold=0.6)
     assert found == []
 
 
@@ -80,7 +80,11 @@ def test_apply_plan_inserts_bumps_and_supersedes(db_url: str, now: datetime) -> 
     ]
     with unit_of_work(db_url) as s:
         known = dedup_reads.candidates(
-            s, "u1", [x.keywords for x in sightings], threshold=DEDUP_THRESHOLD
+            s,
+            "u1",
+            [(x.memory.content, x.keywords) for x in sightings],
+            threshold=DEDUP_THRESHOLD,
+            min_keywords=DEDUP_MIN_KEYWORDS,
         )
         plan = dedup.plan(
             sightings, known, now=later, threshold=DEDUP_THRESHOLD, min_keywords=DEDUP_MIN_KEYWORDS

@@ -9,16 +9,20 @@ the rules themselves (similarity.py).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.dedup import Sighting, plan
+from memlane.pipeline.dedup import Sighting, duplicate_of, plan
+from memlane.pipeline.dedup_needs import Found, needed
 from memlane.pipeline.keywords import POLARITY_STEMS, keywords, topic_keywords
 from memlane.pipeline.prefix_filter import (
     Matcher,
+    _largest,
+    _least_overlap,
     could_match,
     length_fits,
     matches,
@@ -55,6 +59,18 @@ def found_by_lookup(
         and any(matches(p, m.keywords) for p in made)
         and may_match(m.keywords)
     ]
+
+
+def needed_by_plan(new: list[str], found: list[MemoryRecord]) -> list[MemoryRecord]:
+    """What the store returns of the memories the lookup found: those the plan reads."""
+    kept = needed(
+        [(text, keywords(text)) for text in new],
+        # in no id order, as the index returns them: ties must go by id all the same
+        [Found(m.id, m.status, m.keywords, m.content) for m in reversed(found)],
+        threshold=T,
+        min_keywords=M,
+    )
+    return sorted((m for m in found if m.id in kept), key=lambda m: m.id)
 
 
 def exhaustive(new: list[str], store: list[MemoryRecord]) -> set[str]:
@@ -152,6 +168,17 @@ def test_the_lookup_finds_every_duplicate_and_conflict_and_plans_alike(
     sightings = [sighting(text) for text in new]
     rules = {"threshold": T, "min_keywords": M}
     assert plan(sightings, found, now=NOW, **rules) == plan(sightings, store, now=NOW, **rules)
+    # what the store returns of them, the memories the plan reads: the same plan, for the
+    # batch and for any part of it (the store stage drops the fingerprinted ones after
+    # the lookup), and the same match for a fact added by hand
+    read = needed_by_plan(new, found)
+    assert plan(sightings, read, now=NOW, **rules) == plan(sightings, store, now=NOW, **rules)
+    for part in (sightings[:1], sightings[1::2]):
+        assert plan(part, read, now=NOW, **rules) == plan(part, store, now=NOW, **rules)
+    for text in new:
+        assert duplicate_of(text, keywords(text), read, **rules) == duplicate_of(
+            text, keywords(text), store, **rules
+        )
 
 
 @settings(max_examples=200, deadline=None)
@@ -232,3 +259,26 @@ def test_a_longer_stored_set_must_share_more_of_the_new_one() -> None:
     assert matches(made, all_of_13)
     assert made.reads(13) < made.reads(5)  # its prefix is shorter
     assert not matches(made, new | frozenset(_TAIL[20:26]))  # 14 > 8 / 0.6: too long
+
+
+def test_the_least_overlap_is_the_least_by_the_matchers_division() -> None:
+    for t in (1 / 3, 0.5, T, 0.7, 0.75, 0.8, 0.9, 1.0):
+        for n in range(1, 160):
+            for s in range(max(1, math.ceil(t * n - 1e-9)), math.floor(n / t + 1e-9) + 1):
+                counted = next(
+                    (o for o in range(1, min(n, s) + 1) if o / (n + s - o) >= t - 1e-9),
+                    min(n, s) + 1,
+                )
+                assert _least_overlap(n, s, t) == counted, (t, n, s)
+
+
+@given(st.lists(st.integers(1, 30), min_size=1, max_size=40), st.integers(1, 60), st.data())
+def test_each_keyword_is_read_up_to_the_largest_size_whose_prefix_reaches_it(
+    prefix: list[int], first: int, data: st.DataObject
+) -> None:
+    sizes = range(first, first + len(prefix))
+    read = data.draw(st.integers(1, max(prefix)))
+    expected = tuple(
+        max(s for s, k in zip(sizes, prefix, strict=True) if k > i) for i in range(read)
+    )
+    assert _largest(sizes, prefix, read) == expected

@@ -16,13 +16,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import String, any_, bindparam, select
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from memlane.models.store import keyword_index
 from memlane.models.store.user_items import memory_record, record_columns
 from memlane.models.tables import MemoryRow
+from memlane.pipeline.dedup_needs import Found, needed
 from memlane.pipeline.prefix_filter import Matcher, Probe, probes
 from memlane.pipeline.records import MemoryRecord
 
@@ -30,15 +30,38 @@ from memlane.pipeline.records import MemoryRecord
 def candidates(
     session: Session,
     user_id: str,
+    statements: Sequence[tuple[str, frozenset[str]]],
+    *,
+    threshold: float,
+    min_keywords: int,
+) -> list[MemoryRecord]:
+    """The active and forgotten memories of the user (a forgotten one stays forgotten:
+    pipeline.dedup rule 0) that the plan of the new (text, keywords) statements reads, in
+    id order: each statement's best duplicate, or the memories it contradicts
+    (pipeline.dedup_needs). `dedup.plan` over them decides as over the whole store (a
+    keyword-less text's exact repeat excepted: it has no keyword to be found by)."""
+    may = found(session, user_id, [words for _, words in statements], threshold=threshold)
+    ids = needed(statements, may, threshold=threshold, min_keywords=min_keywords)
+    if not ids:
+        return []
+    words = {memory.id: memory.keywords for memory in may}
+    rows = session.execute(
+        select(*record_columns()).where(MemoryRow.id.in_(ids)).order_by(MemoryRow.id)
+    ).all()
+    return [memory_record(row, words[row[_ID]]) for row in rows]
+
+
+def found(
+    session: Session,
+    user_id: str,
     keyword_sets: Sequence[frozenset[str]],
     *,
     threshold: float,
-) -> list[MemoryRecord]:
-    """Active and forgotten memories of the user (a forgotten one stays forgotten:
-    pipeline.dedup rule 0) that may duplicate or conflict with any of the keyword sets:
-    every one that does (a keyword-less text's exact repeat excepted: it has no keyword to
-    be found by), in id order. `dedup.plan` over them decides as over the whole store."""
-    sets = [s for s in keyword_sets if s]
+) -> list[Found]:
+    """Every active or forgotten memory of the user whose keywords may duplicate or
+    contradict one of the sets (`prefix_filter.could_match`), in the index's order: all
+    that do (a keyword-less text's exact repeat excepted)."""
+    sets = [words for words in keyword_sets if words]
     if not sets:
         return []
     sql = _Sql(session)
@@ -48,27 +71,16 @@ def candidates(
     total = counted.pop(keyword_index.TOTAL, 0)
     frequency = {w: counted.get(keyword_index.posting(w), 0) for w in every}
     made = probes(sets, frequency, threshold=threshold, total=total)
-    # The keywords alone first (a memory the probes find is most often no match), then
-    # the whole rows of those that may match, their keywords parsed once.
+    # What the choice reads of every memory a probe finds: most often none may match;
+    # for a short common statement, hundreds do. Their keywords parsed at once.
     light = sql.rows(*sql.found(user_id, made))
-    parsed = json.loads("[" + ",".join(words or "[]" for _, words in light) + "]")
+    parsed = json.loads("[" + ",".join(words or "[]" for _, _, words, _ in light) + "]")
     may_match = Matcher(sets, threshold=threshold)
-    found: dict[str, frozenset[str]] = {}
-    for (memory_id, _), listed in zip(light, parsed, strict=True):
-        stored = frozenset(listed)
-        if may_match(stored):
-            found[memory_id] = stored
-    if not found:
-        return []
-    # A short statement may match hundreds: one array parameter on PostgreSQL, not as
-    # many bound values rendered into the statement.
-    ids = (
-        MemoryRow.id == any_(bindparam("ids", sorted(found), type_=ARRAY(String)))
-        if sql.postgres
-        else MemoryRow.id.in_(sorted(found))
-    )
-    rows = session.execute(select(*record_columns()).where(ids).order_by(MemoryRow.id)).all()
-    return [memory_record(row, found[row[_ID]]) for row in rows]
+    return [
+        Found(memory_id, status, stored, content)
+        for (memory_id, status, _, content), listed in zip(light, parsed, strict=True)
+        if may_match(stored := frozenset(listed))
+    ]
 
 
 _ID = [column.key for column in record_columns()].index("id")
@@ -84,8 +96,12 @@ class _Sql:
         self.postgres = self.connection.dialect.name == "postgresql"
 
     def rows(self, text: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        # exec_driver_sql: no compiling, but SQLAlchemy's events and logging still see it
-        return [tuple(row) for row in self.connection.exec_driver_sql(text, params)]
+        # exec_driver_sql: no compiling, but SQLAlchemy's events and logging still see it;
+        # the driver's own fetchall, not a Row per row (hundreds for a short statement)
+        result = self.connection.exec_driver_sql(text, params)
+        rows = [tuple(row) for row in result.cursor.fetchall()] if result.returns_rows else []
+        result.close()
+        return rows
 
     def _param(self, name: str) -> str:
         return f"%({name})s" if self.postgres else f":{name}"
@@ -109,15 +125,16 @@ class _Sql:
         return text, params
 
     def found(self, user_id: str, made: Sequence[Probe]) -> tuple[str, dict[str, Any]]:
-        """The id and keywords (JSON text) of every active or forgotten memory a probe
-        finds: each probe's postings read in the index (user, keyword, topic size, size)
-        within each word's size range, counted per memory, nothing read of the rows."""
+        """The id, status, keywords (JSON text) and text of every active or forgotten
+        memory a probe finds: each probe's postings read in the index (user, keyword,
+        topic size, size) within each word's size range, counted per memory, and only the
+        rows of the memories found that often read."""
         params: dict[str, Any] = {"user_id": user_id}
         parts = [self._probe(i, probe, params) for i, probe in enumerate(made)]
         keywords = "CAST(keywords AS TEXT)" if self.postgres else "keywords"
         text = (
-            f"SELECT id, {keywords} FROM memories WHERE id IN ({' UNION '.join(parts)})"
-            " AND status IN ('active', 'deleted')"
+            f"SELECT id, status, {keywords}, content FROM memories"
+            f" WHERE id IN ({' UNION '.join(parts)}) AND status IN ('active', 'deleted')"
         )
         return text, params
 
@@ -132,28 +149,47 @@ class _Sql:
         )
         params[f"lo{i}"] = probe.smallest
         low = self._param(f"lo{i}")
+        # Most often every size needs the same count (1 + the keywords read past the
+        # prefix): one value then, and the memory alone as the group (its sizes are one
+        # per memory), not a count looked up per group by its size.
+        same = len(set(at_least)) == 1
+        if same:
+            params[f"n{i}"] = at_least[0]
         if self.postgres:
-            params[f"w{i}"], params[f"h{i}"], params[f"n{i}"] = words, largest, at_least
+            params[f"w{i}"], params[f"h{i}"] = words, largest
+            if not same:
+                params[f"n{i}"] = at_least
+            need = (
+                self._param(f"n{i}")
+                if same
+                else f"(CAST({self._param(f'n{i}')} AS int[]))[k.{size} - {low} + 1]"
+            )
             return (
                 f"SELECT k.memory_id FROM unnest(CAST({self._param(f'w{i}')} AS text[]),"
                 f" CAST({self._param(f'h{i}')} AS int[])) AS p(keyword, largest)"
                 " JOIN memory_keywords k ON k.keyword = p.keyword"
                 f" WHERE k.user_id = {self._param('user_id')} AND "
                 + ranged.format(low=low, high="p.largest")
-                + f" GROUP BY k.memory_id, k.{size} HAVING count(*) >="
-                f" (CAST({self._param(f'n{i}')} AS int[]))[k.{size} - {low} + 1]"
+                + f" GROUP BY k.memory_id{'' if same else f', k.{size}'}"
+                f" HAVING count(*) >= {need}"
             )
         reads = []
         for j, (word, high) in enumerate(zip(words, largest, strict=True)):
             params[f"w{i}_{j}"], params[f"h{i}_{j}"] = word, high
             reads.append(
-                f"SELECT memory_id, {size} AS size FROM memory_keywords WHERE user_id ="
-                f" {self._param('user_id')} AND keyword = {self._param(f'w{i}_{j}')} AND "
+                f"SELECT memory_id{'' if same else f', {size} AS size'} FROM memory_keywords"
+                f" WHERE user_id = {self._param('user_id')} AND"
+                f" keyword = {self._param(f'w{i}_{j}')} AND "
                 + ranged.format(low=low, high=self._param(f"h{i}_{j}"))
             )
+        if same:
+            return (
+                f"SELECT memory_id FROM ({' UNION ALL '.join(reads)}) GROUP BY memory_id"
+                f" HAVING count(*) >= {self._param(f'n{i}')}"
+            )
         cases = []
-        for j, need in enumerate(at_least):
-            params[f"n{i}_{j}"] = need
+        for j, need_j in enumerate(at_least):
+            params[f"n{i}_{j}"] = need_j
             cases.append(f"WHEN {j} THEN {self._param(f'n{i}_{j}')}")
         return (
             f"SELECT memory_id FROM ({' UNION ALL '.join(reads)}) GROUP BY memory_id, size"
@@ -166,14 +202,20 @@ def _postings(probe: Probe) -> tuple[list[str], list[int], list[int]]:
     size it is read for, and the count needed at each size. Two words of over 100
     characters may share one posting: it is read for either's sizes, and where both are
     read it counts once for two."""
+    keys = [keyword_index.posting(word) for word in probe.words]
     largest: dict[str, int] = {}
-    for word, high in zip(probe.words, probe.largest, strict=True):
-        key = keyword_index.posting(word)
+    for key, high in zip(keys, probe.largest, strict=True):
         largest[key] = max(high, largest.get(key, high))
+    words = sorted(largest)
+    if len(largest) == len(keys):  # no two words share a posting (all but always)
+        return words, [largest[w] for w in words], [max(1, need) for need in probe.at_least]
+    distinct = [0]  # distinct postings among the first m words, for every m
+    seen: set[str] = set()
+    for key in keys:
+        seen.add(key)
+        distinct.append(len(seen))
     at_least = []
     for j, need in enumerate(probe.at_least):
-        read = probe.words[: probe.reads(probe.smallest + j)]
-        merged = len(read) - len({keyword_index.posting(w) for w in read})
-        at_least.append(max(1, need - merged))
-    words = sorted(largest)
+        read = probe.reads(probe.smallest + j)
+        at_least.append(max(1, need - (read - distinct[read])))
     return words, [largest[w] for w in words], at_least
