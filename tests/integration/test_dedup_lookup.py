@@ -184,3 +184,18 @@ def test_words_sharing_one_posting_still_find_every_match(db_url: str, now: date
     with unit_of_work(db_url) as s:
         found = dedup_reads.found(s, "u1", [new], threshold=DEDUP_THRESHOLD)
     assert sorted(m.id for m in found) == sorted(ids[:2])
+
+
+def test_only_the_best_duplicate_or_every_contradiction_is_read(db_url: str, now: datetime) -> None:
+    # a short statement that 30 longer stored ones repeat (5 of their 6 keywords)
+    base = "User wants short answers with code first"
+    with unit_of_work(db_url) as s:
+        ids = [add(s, "u1", f"{base} on topic{i}", now) for i in range(30)]
+    rules = {"threshold": DEDUP_THRESHOLD, "min_keywords": DEDUP_MIN_KEYWORDS}
+    negated = "User never wants short answers with code first"
+    with unit_of_work(db_url) as s:
+        assert len(dedup_reads.found(s, "u1", [keywords(base)], threshold=DEDUP_THRESHOLD)) == 30
+        best = dedup_reads.candidates(s, "u1", [(base, keywords(base))], **rules)
+        contradicted = dedup_reads.candidates(s, "u1", [(negated, keywords(negated))], **rules)
+    assert [m.id for m in best] == [min(ids)]  # Jaccard 5/6 for all: the lowest id
+    assert [m.id for m in contradicted] == sorted(ids)  # each one superseded by it

@@ -1,13 +1,16 @@
-"""The dedup lookup: which stored memories a batch of new ones may duplicate or conflict
-with, read through the keyword index by the prefix filter (memlane.pipeline.prefix_filter)
-and checked exactly before their records are built.
+"""The dedup lookup: which stored memories the plan of a batch of new ones reads, found
+through the keyword index by the prefix filter (memlane.pipeline.prefix_filter), checked
+exactly on their keywords, and narrowed to the plan's needs (memlane.pipeline.dedup_needs)
+before any record is built.
 
-Three round trips whatever the store's size: the new keywords' frequencies in the user's
-store; the keywords of the memories the probes find (each probe's postings grouped in the
-index, nothing read of a memory that shares too few of its keywords); the whole rows of
-those that may match (none, most often). The first two are sent as SQL text for the
-driver (`exec_driver_sql`, in the session's transaction): they run on every store job,
-and compiled from ORM statements each cost ~0.5 ms more of Python (bench/README.md).
+At most three round trips whatever the store's size: the new keywords' frequencies in the
+user's store; the status, keywords and text of the memories the probes find (each
+probe's postings grouped in the index, nothing read of a memory that shares too few of
+its keywords); the whole rows of those the plan reads (none, most often; one per new
+statement at most, or the memories an inserted one contradicts). The first two are sent
+as SQL text for the driver (`exec_driver_sql`, in the session's transaction): they run on
+every store job, and compiled from ORM statements each cost ~0.5 ms more of Python
+(bench/README.md).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import String, any_, bindparam, select
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
 from memlane.models.store import keyword_index
@@ -45,9 +49,15 @@ def candidates(
     if not ids:
         return []
     words = {memory.id: memory.keywords for memory in may}
-    rows = session.execute(
-        select(*record_columns()).where(MemoryRow.id.in_(ids)).order_by(MemoryRow.id)
-    ).all()
+    # A statement that duplicates nothing may contradict hundreds: one array parameter
+    # on PostgreSQL, not as many bound values rendered into the statement.
+    postgres = session.get_bind().dialect.name == "postgresql"
+    wanted = (
+        MemoryRow.id == any_(bindparam("ids", ids, type_=ARRAY(String)))
+        if postgres
+        else MemoryRow.id.in_(ids)
+    )
+    rows = session.execute(select(*record_columns()).where(wanted).order_by(MemoryRow.id)).all()
     return [memory_record(row, words[row[_ID]]) for row in rows]
 
 
