@@ -3,6 +3,7 @@ of the change itself (so a change and its record land together or not at all).""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, cast
@@ -43,20 +44,52 @@ def record_many(
     """Events of one actor at one time, in one statement (a store job writes a batch).
     A detail's `conversation_id` is also kept in its column, for deleting a
     conversation."""
-    rows = [
-        {
-            "user_id": user_id,
-            "memory_id": memory_id,
-            "conversation_id": (detail or {}).get("conversation_id"),
-            "kind": kind,
-            "actor": actor[:120],
-            "at": at,
-            "detail": dict(detail or {}),
-        }
-        for memory_id, kind, detail in events
-    ]
-    if rows:
-        session.execute(_INSERT, rows)
+    listed = [(memory_id, kind, dict(detail or {})) for memory_id, kind, detail in events]
+    if not listed:
+        return
+    if at.tzinfo is None:
+        raise ValueError("naive datetime given to the store; pass an aware UTC datetime")
+    connection = session.connection()
+    if connection.dialect.name == "postgresql":
+        # every store job writes a batch: one statement of fixed text with array
+        # parameters (prepared by psycopg), not an executemany's pipelined row each
+        connection.exec_driver_sql(
+            _PG_INSERT,
+            {
+                "user_id": user_id,
+                "actor": actor[:120],
+                "at": at,
+                "memory_ids": [memory_id for memory_id, _, _ in listed],
+                "conversation_ids": [detail.get("conversation_id") for _, _, detail in listed],
+                "kinds": [kind for _, kind, _ in listed],
+                "details": [json.dumps(detail) for _, _, detail in listed],
+            },
+        )
+        return
+    connection.execute(
+        _INSERT,
+        [
+            {
+                "user_id": user_id,
+                "memory_id": memory_id,
+                "conversation_id": detail.get("conversation_id"),
+                "kind": kind,
+                "actor": actor[:120],
+                "at": at,
+                "detail": detail,
+            }
+            for memory_id, kind, detail in listed
+        ],
+    )
+
+
+# The events in the order given (their ids, the history's order, follow it).
+_PG_INSERT = """\
+INSERT INTO memory_events (user_id, memory_id, conversation_id, kind, actor, at, detail)
+SELECT %(user_id)s, e.memory_id, e.conversation_id, e.kind, %(actor)s, %(at)s, e.detail::json
+FROM unnest(%(memory_ids)s::text[], %(conversation_ids)s::text[], %(kinds)s::text[],
+            %(details)s::text[]) WITH ORDINALITY AS e(memory_id, conversation_id, kind, detail, n)
+ORDER BY e.n"""
 
 
 def history(session: Session, user_id: str, memory_id: str) -> list[MemoryEvent]:
