@@ -20,9 +20,9 @@ from memlane.models.db import unit_of_work
 from memlane.models.store import (
     changes,
     context_items,
-    conversations,
     dedup_reads,
     fingerprints,
+    job_windows,
     jobs,
     memories,
 )
@@ -76,13 +76,13 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
     url = settings.resolved_database_url
     now = utcnow()
     with unit_of_work(url) as session:
-        job = jobs.claim(session, job_id, stage="extract", now=now, stale_after=_stale(settings))
-        if job is None:
-            return StageOutcome("skipped")
-        attempts = job.attempts
-        messages = conversations.messages_between(
-            session, job.conversation_id, job.window_start_seq, job.window_end_seq
+        claimed = job_windows.claim_with_texts(
+            session, job_id, now=now, stale_after=_stale(settings)
         )
+        if claimed is None:
+            return StageOutcome("skipped")
+        job, messages = claimed
+        attempts = job.attempts
         window = ExtractionWindow(
             conversation_id=job.conversation_id,
             user_id=job.user_id,
@@ -149,16 +149,16 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
 def run_store(job_id: str, settings: Settings) -> StageOutcome:
     url = settings.resolved_database_url
     with unit_of_work(url) as session:
-        job = jobs.claim(session, job_id, stage="store", now=utcnow(), stale_after=_stale(settings))
-        if job is None:
+        claimed = job_windows.claim_with_times(
+            session, job_id, now=utcnow(), stale_after=_stale(settings)
+        )
+        if claimed is None:
             return StageOutcome("skipped")
+        job, stated_at = claimed
         extraction = Extraction.model_validate(job.extraction or {})
         attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
-        stated_at = conversations.stated_times(
-            session, conversation_id, job.window_start_seq, window_end
-        )
 
     try:
         sightings = [

@@ -94,8 +94,8 @@ _JOBS = cast(Table, Job.__table__)
 _J = _JOBS.c
 _AT = _J.updated_at.type
 # The stages' statements, built once: building one (and its cache key) cost more CPU
-# than sending it
-_CLAIM = (
+# than sending it. CLAIM's parameters: job_id, b_stage, now, stale_before.
+CLAIM = (
     update(_JOBS)
     .where(
         _J.id == bindparam("job_id"),
@@ -143,7 +143,7 @@ def claim(
     live worker: a redelivered or duplicated task is then a no-op."""
     # One round trip: the conditional UPDATE returns the claimed row (none: not claimed).
     row = session.execute(
-        _CLAIM, {"job_id": job_id, "b_stage": stage, "now": now, "stale_before": now - stale_after}
+        CLAIM, {"job_id": job_id, "b_stage": stage, "now": now, "stale_before": now - stale_after}
     ).one_or_none()
     return None if row is None else Claimed(*row)
 
