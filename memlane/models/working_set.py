@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from sqlalchemy.orm import Session
 
+from memlane.models import collector
 from memlane.models.db import read_unit
 from memlane.models.store import changes, refs, user_items
 from memlane.models.store.context_items import episode_record, procedure_record
@@ -292,25 +293,26 @@ class WorkingSet:
 
 def _load(session: Session, user_id: str, model: str, dim: int) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
-    items = user_items.load(session, user_id, model=model, dim=dim)
-    view = UserView.load(
-        memories=items.memories,
-        episodes=items.episodes,
-        episode_vectors=items.episode_vectors,
-        procedures=items.procedures,
-        soul_blocks=items.soul_blocks,
-        model=model,
-        dim=dim,
-    )
-    return _User(
-        version=version,
-        view=view,
-        view_for=(model, dim),
-        memory_models={
-            memory_id: of
-            for memory_id, of in zip(items.memories.ids, items.memory_models, strict=True)
-            if of is not None
-        },
-        soul={b.kind: b for b in items.soul_blocks},
-        size=view.size_bytes,
-    )
+    with collector.paused():  # tens of thousands of containers, none garbage
+        items = user_items.load(session, user_id, model=model, dim=dim)
+        view = UserView.load(
+            memories=items.memories,
+            episodes=items.episodes,
+            episode_vectors=items.episode_vectors,
+            procedures=items.procedures,
+            soul_blocks=items.soul_blocks,
+            model=model,
+            dim=dim,
+        )
+        return _User(
+            version=version,
+            view=view,
+            view_for=(model, dim),
+            memory_models={
+                memory_id: of
+                for memory_id, of in zip(items.memories.ids, items.memory_models, strict=True)
+                if of is not None
+            },
+            soul={b.kind: b for b in items.soul_blocks},
+            size=view.size_bytes,
+        )

@@ -31,11 +31,14 @@ walks every item.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from itertools import product
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import regex  # type: ignore[import-untyped]  # tiktoken's own dependency: its patterns' syntax
 import tiktoken
 
@@ -64,6 +67,30 @@ def runs(text: str) -> int:
             return text.count(" ") + 1  # single spaces between words: a third of split's time
         return len(text.split())
     return len(_RUN.findall(text))
+
+
+def runs_of(texts: Sequence[str]) -> npt.NDArray[np.float64]:
+    """`runs` of each text, as floats: a loaded user's contents at once. Texts of
+    printable ASCII (where the space is the only whitespace) are counted together over
+    their bytes joined by spaces (a run start: a byte other than a space, after a space
+    or first), the others one by one; ~4 times faster than `runs` per text at 10k."""
+    n = len(texts)
+    if not n:
+        return np.zeros(0, dtype=np.float64)
+    # one byte per character: a character beyond ASCII becomes "?", its text counted alone
+    text = np.frombuffer(" ".join(texts).encode("ascii", "replace") + b" ", dtype=np.uint8)
+    starts = np.zeros(n, dtype=np.intp)
+    np.cumsum(np.fromiter(map(len, texts), np.intp, n)[:-1] + 1, out=starts[1:])
+    space = text == 32
+    run = ~space
+    run[1:] &= space[:-1]
+    counts = np.add.reduceat(run.view(np.uint8), starts, dtype=np.intp).astype(np.float64)
+    unprintable = (text < 32) | (text > 126)
+    alone = np.add.reduceat(unprintable.view(np.uint8), starts, dtype=np.intp) > 0
+    alone |= np.fromiter((not t.isascii() for t in texts), np.bool_, n)
+    for at in np.flatnonzero(alone):
+        counts[at] = runs(texts[int(at)])
+    return counts
 
 
 def _markup_tokens(encoding: tiktoken.Encoding, markup: str, *, drop_first: bool) -> int:

@@ -43,10 +43,12 @@ class CorpusItem:
     model: str | None = None
 
 
-# A word's rows: the list a build collects, made an array the first time a query reads
-# it (6,000 arrays made at every load were ~7% of a 10k user's, ~50 ms at 100k; a query
-# reads a handful of words).
-Postings = npt.NDArray[np.intp] | list[int]
+# A word's rows: the tuple of the list a build collects, made an array the first time a
+# query reads it (6,000 arrays made at every load were ~7% of a 10k user's, ~50 ms at
+# 100k; a query reads a handful of words). A tuple, not the list: the garbage collector
+# stops looking at a tuple of ints after one pass, but walks a list on every collection
+# of the whole heap for as long as the view lives.
+Postings = npt.NDArray[np.intp] | tuple[int, ...]
 
 
 @dataclass(slots=True)
@@ -174,7 +176,7 @@ def corpus_of(
         ids=ids,
         model=model,
         vectors=vectors,
-        postings=dict(postings),
+        postings={word: tuple(rows) for word, rows in postings.items()},
         lengths=np.fromiter(map(len, keywords), dtype=np.float64, count=len(keywords)),
         keywords=tuple(keywords),
     )

@@ -89,3 +89,11 @@ def test_runs_of_plain_text_are_counted_as_the_pattern_counts_them(content) -> N
     import re
 
     assert line_bound.runs(content) == len(re.findall(r"(?:^| )\S", content))
+
+
+@settings(max_examples=300)
+@given(texts=st.lists(text | st.text(alphabet=" ab\t\n\x1f\u00a0é") | st.text(), max_size=8))
+def test_runs_of_texts_at_once_equals_runs_of_each(texts) -> None:
+    counted = line_bound.runs_of(texts)
+    assert counted.dtype.kind == "f"
+    assert counted.tolist() == [line_bound.runs(t) for t in texts]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import subprocess
@@ -128,6 +129,18 @@ def test_a_non_finite_vector_is_no_vector() -> None:
 def test_positions_map_ids_to_rows() -> None:
     index = corpus(item("a"), item("b"), dim=None)
     assert (index.position("b"), index.position("zz"), len(index)) == (1, None, 2)
+
+
+def test_a_corpus_holds_no_posting_the_garbage_collector_keeps_walking() -> None:
+    # a view lives long: a list per word would be walked by every full collection
+    index = corpus(item("a", "tea green"), item("b", "tea"), item("c", "coffee"), dim=None)
+    gc.collect()
+    assert not any(gc.is_tracked(rows) for rows in index.postings.values())
+    assert [list(rows_of(index, word)) for word in ("tea", "green", "coffee")] == [
+        [0, 1],
+        [0],
+        [2],
+    ]
 
 
 def _snapshot(corpus):
