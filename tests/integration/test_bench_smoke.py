@@ -57,7 +57,7 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
         assert {r["read"] for r in results} == {"store", "working-set"}
         assert all(0 < r["fidelity"] <= 1 for r in results)
     if bench == "working_set":
-        assert len({(r["backend"], r["measure"]) for r in results}) == 8
+        assert len({(r["backend"], r["measure"]) for r in results}) == 10
     if bench == "ingest":
         assert all(r["done"] == r["transcripts"] for r in results)
         accounts = [r for r in rows if r["bench"] == "ingest_cpu"]
