@@ -125,35 +125,38 @@ def _taken(
     A line is counted only when its bound fits what is left."""
     encoding, style = request.encoding, request.style
     counts = _counts(view, encoding, style)
-    # a row whose line is known to cost more than the room never fits (the room only
-    # shrinks): most rows the bound lets through, once their lines have been counted
-    open_ = ~(counts[rows] > room)
+    # a row whose line is counted costs that: most rows the bound lets through, once
+    # their lines have been counted, cost more than the room (which only shrinks)
+    known = counts[rows]
+    least = np.where(np.isnan(known), least, known)
+    open_ = least <= room
     rows, least = rows[open_], least[open_]
     if not len(rows):
         return rows, room
-    bound = dict(zip(rows.tolist(), least.tolist(), strict=True))
     assert shortlist.ranking is not None
     keys = _exact_keys(view, shortlist, first, request)
-    ordered = walk_rows.in_order(view, rows, shortlist.ranking, keys).tolist()
-    kind_of = dict(zip(ordered, view.kind[ordered].tolist(), strict=True))
     kinds = {"memory": MEMORY, "episode": EPISODE, "procedure": PROCEDURE}
     used = {kinds.get(i["section"]) for i in first.pack_data["items"] if i["included"]}
-    lowest = min(least.tolist())
+    seen = np.zeros(len(rows), dtype=np.bool_)
     taken: list[int] = []
-    for row in ordered:
-        if room < lowest:
+    # the walk on usually stops within a few rows: they are ordered a chunk at a time
+    for chunk in walk_rows.in_order(view, rows, shortlist.ranking, keys):
+        for at in chunk.tolist():
+            if least[at] > room:
+                continue
+            row = int(rows[at])
+            line = float(counts[row])
+            if line != line:  # not counted yet (NaN)
+                line = counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
+            kind = int(view.kind[row])
+            cost = int(line) + (0 if kind in used else _section_tokens(encoding, _SECTIONS[kind]))
+            if cost <= room:
+                room -= cost
+                used.add(kind)
+                taken.append(row)
+        seen[chunk] = True
+        if not (least[~seen] <= room).any():  # no row left could fit
             break
-        if bound[row] > room:
-            continue
-        line = float(counts[row])
-        if line != line:  # not counted yet (NaN)
-            line = counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
-        kind = kind_of[row]
-        cost = int(line) + (0 if kind in used else _section_tokens(encoding, _SECTIONS[kind]))
-        if cost <= room:
-            room -= cost
-            used.add(kind)
-            taken.append(row)
     return np.array(taken, dtype=np.intp), room
 
 

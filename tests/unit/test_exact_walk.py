@@ -13,7 +13,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import shortlists
+from memlane.pipeline import shortlists, walk_rows
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.exact_walk import assemble_from_view
 from memlane.pipeline.keywords import keywords
@@ -112,6 +112,7 @@ def decisions(result) -> dict:
     encoding=st.sampled_from(ENCODINGS),
     margin=st.sampled_from([0.05, 0.3, 1.5]),
     min_walk=st.sampled_from([1, 3, 50]),
+    chunk=st.sampled_from([1, 2, 32]),  # the walk on past the shortlist, ordered so
     # relevance as drawn, not from the query: outside [0, 1] and tied too
     drawn=st.none()
     | st.lists(
@@ -132,6 +133,7 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
     encoding,
     margin,
     min_walk,
+    chunk,
     drawn,
 ) -> None:
     view = build(items, n_episodes, shuffle)
@@ -162,7 +164,10 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
         every = assemble_from_view(view, ask, relevance, walk_margin=0)
     except BudgetError:
         return  # soul and pinned alone over the budget: nothing ranked to compare
-    with mock.patch.object(shortlists, "MIN_WALK", min_walk):
+    with (
+        mock.patch.object(shortlists, "MIN_WALK", min_walk),
+        mock.patch.object(walk_rows, "FIRST_CHUNK", chunk),
+    ):
         exact = assemble_from_view(view, ask, relevance, walk_margin=margin)
     assert decisions(exact) == decisions(every)
     # what it considered, it decided as the walk of every item did
