@@ -59,7 +59,7 @@ import json
 import math
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Generic, TypeVar
@@ -125,6 +125,25 @@ class _Entry(Generic[_R]):
 _AnyEntry = _Entry[SoulBlock] | _Entry[MemoryRecord] | _Entry[EpisodeRecord] | _Entry[Procedure]
 
 
+def _memory_entry(
+    item: RankedMemory, encoding: tiktoken.Encoding, style: fmt.Style
+) -> _Entry[MemoryRecord]:
+    m = item.memory
+    line = fmt.memory_line(m, style)
+    return _Entry(
+        m,
+        m.id,
+        m.ref,
+        "memories",
+        "memory",
+        line,
+        _tokens(encoding, line),
+        item.score,
+        item.breakdown,
+        tier=m.tier,
+    )
+
+
 class _Account:
     """Running token count: the root, each non-empty section's wrapper, each line."""
 
@@ -136,6 +155,15 @@ class _Account:
             + _tokens(encoding, fmt.section_close(name))
             for name in fmt.SECTION_ORDER
         }
+
+    def copy(self) -> _Account:
+        twin = object.__new__(_Account)
+        twin.used, twin.section_used, twin._wrapper = (
+            self.used,
+            dict(self.section_used),
+            self._wrapper,
+        )
+        return twin
 
     def cost(self, entry: _AnyEntry) -> int:
         """Tokens the entry adds: its line, plus its section's wrapper if it is the first."""
@@ -173,20 +201,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     )
 
     def memory(item: RankedMemory) -> _Entry[MemoryRecord]:
-        m = item.memory
-        line = fmt.memory_line(m, style)
-        return _Entry(
-            m,
-            m.id,
-            m.ref,
-            "memories",
-            "memory",
-            line,
-            _tokens(encoding, line),
-            item.score,
-            item.breakdown,
-            tier=m.tier,
-        )
+        return _memory_entry(item, encoding, style)
 
     pinned = [
         memory(r) for r in filters.newest_first(r for r in ranked if r.memory.tier == "pinned")
@@ -251,6 +266,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         events,
         exact=account.used if _additive(encoding) else None,
     )
+    walked_events = list(events)
     if candidates and not any(entry.included for entry in candidates):
         events.append(PackEvent(type="no_candidates_fit"))
 
@@ -263,13 +279,58 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         style=style,
     )
     considered: list[_AnyEntry] = [*soul, *memories, *episodes, *procedures]
+    pack = _pack(request, budget, used, text, considered, excluded, events)
+    walk = None
+    if by_relevance and _additive(encoding):
+        best = max((_relevance(e) for e in pool), default=0.0)
+        key = _pool_key(request.relevance_floor * best)
+        walk = _Walk(
+            request=request,
+            budget=budget,
+            account=account,
+            soul=soul,
+            pinned=pinned,
+            verified=verified,
+            candidates=candidates,
+            episodes=episodes,
+            procedures=procedures,
+            seen=frozenset(m.id for m in usable) | frozenset(m.id for m, _ in excluded),
+            events=walked_events,
+            items=pack["items"],
+            best=best,
+            last=key(pool[-1]) if pool else None,
+        )
     return AssembledContext(
         text=text,
         selection=selection,
-        pack_data=_pack(request, budget, used, text, considered, excluded, events),
+        pack_data=pack,
         included_memory_ids=[m.id for m in selection.memories],
         room=room,
+        walk=walk,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """A rule-4 walk as it ended, for pipeline.walk_on to go on with: its request, what
+    the account holds, the entries by section (candidates, episodes and procedures in
+    the pool's order), the memory ids it saw, its events but `no_candidates_fit`, its
+    pack's items, the pool's best relevance and its last entry's key."""
+
+    request: AssemblyInput
+    budget: int
+    account: _Account
+    soul: list[_Entry[SoulBlock]]
+    pinned: list[_Entry[MemoryRecord]]
+    verified: list[_Entry[MemoryRecord]]
+    candidates: list[_Entry[MemoryRecord]]
+    episodes: list[_Entry[EpisodeRecord]]
+    procedures: list[_Entry[Procedure]]
+    seen: frozenset[str]
+    events: list[PackEvent]
+    items: list[dict[str, object]]
+    best: float
+    last: tuple[bool, float, float, int, str] | None
 
 
 def _always_in(
@@ -291,7 +352,7 @@ def _always_in(
 
 def _pool(
     request: AssemblyInput,
-    relevance: dict[str, float],
+    relevance: Mapping[str, float],
     candidates: Sequence[_Entry[MemoryRecord]],
     episodes: Sequence[_Entry[EpisodeRecord]],
     procedures: Sequence[_Entry[Procedure]],
@@ -299,6 +360,18 @@ def _pool(
     """Rule 4's walk order: candidates, episodes and procedures, those at or above the
     relevance floor first, each part by composite score; ties by section, then id."""
     others: list[_Entry[EpisodeRecord] | _Entry[Procedure]] = [*episodes, *procedures]
+    _score_others(request, relevance, others)
+    scored: list[_AnyEntry] = [*candidates, *others]
+    best = max((_relevance(e) for e in scored), default=0.0)
+    return sorted(scored, key=_pool_key(request.relevance_floor * best))
+
+
+def _score_others(
+    request: AssemblyInput,
+    relevance: Mapping[str, float],
+    others: Sequence[_Entry[EpisodeRecord] | _Entry[Procedure]],
+) -> None:
+    """An episode's or a procedure's composite: a memory's of importance 0.5, frequency 0."""
     for entry in others:
         entry.breakdown = score_item(
             relevance=relevance.get(entry.id, 0.0),
@@ -310,19 +383,20 @@ def _pool(
             half_life_hours=request.half_life_hours,
         )
         entry.score = entry.breakdown.composite
-    scored: list[_AnyEntry] = [*candidates, *others]
-    best = max((_relevance(e) for e in scored), default=0.0)
-    floor = request.relevance_floor * best
-    section = {name: i for i, name in enumerate(fmt.SECTION_ORDER)}
 
+
+_SECTION_PLACE = {name: i for i, name in enumerate(fmt.SECTION_ORDER)}
+
+
+def _pool_key(floor: float) -> Callable[[_AnyEntry], tuple[bool, float, float, int, str]]:
     def key(entry: _AnyEntry) -> tuple[bool, float, float, int, str]:
         score = entry.breakdown.composite if entry.breakdown is not None else 0.0
         relevance = _relevance(entry)
         if relevance >= floor:
-            return (False, -score, 0.0, section[entry.section], entry.id)
-        return (True, -relevance, -score, section[entry.section], entry.id)
+            return (False, -score, 0.0, _SECTION_PLACE[entry.section], entry.id)
+        return (True, -relevance, -score, _SECTION_PLACE[entry.section], entry.id)
 
-    return sorted(scored, key=key)
+    return key
 
 
 def _relevance(entry: _AnyEntry) -> float:
@@ -420,55 +494,67 @@ def _pack(
     events: list[PackEvent],
 ) -> PackData:
     """The context pack, as plain data with every field of ContextPack and PackItem
-    (so it equals the model's dump). Its id is a uuid5 of what identifies the call and
-    of the text, so the same call gives the same id and a different result a different one."""
-    items: list[dict[str, object]] = []
+    (so it equals the model's dump)."""
+    items = [*map(_item, considered), *(_excluded_item(m, reason) for m, reason in excluded)]
+    return _pack_of(request, budget, used, text, items, events)
+
+
+def _item(e: _AnyEntry) -> dict[str, object]:
+    components: dict[str, float] | None = None
+    b = e.breakdown
+    if b is not None:
+        components = {
+            "relevance": b.relevance,
+            "importance": b.importance,
+            "recency": b.recency,
+            "frequency": b.frequency,
+            "composite": b.composite,
+        }
+    return {
+        "id": e.id,
+        "ref": e.ref,
+        "section": e.kind,
+        "tier": e.tier,
+        "score": None if e.score is None else float(e.score),
+        "components": components,
+        "tokens": e.tokens,
+        "included": e.included,
+        "drop_reason": e.drop_reason,
+    }
+
+
+def _excluded_item(m: MemoryRecord, reason: DropReason) -> dict[str, object]:
+    return {
+        "id": m.id,
+        "ref": m.ref,
+        "section": "memory",
+        "tier": m.tier,
+        "score": None,
+        "components": None,
+        "tokens": None,
+        "included": False,
+        "drop_reason": reason,
+    }
+
+
+def _pack_of(
+    request: AssemblyInput,
+    budget: int,
+    used: int,
+    text: str,
+    items: list[dict[str, object]],
+    events: list[PackEvent],
+) -> PackData:
+    """The pack of `items`. Its id is a uuid5 of what identifies the call and of the
+    text, so the same call gives the same id and a different result a different one."""
     dropped = 0
     reasons: Counter[str] = Counter()
-    for e in considered:
-        components: dict[str, float] | None = None
-        b = e.breakdown
-        if b is not None:
-            components = {
-                "relevance": b.relevance,
-                "importance": b.importance,
-                "recency": b.recency,
-                "frequency": b.frequency,
-                "composite": b.composite,
-            }
-        if not e.included:
+    for item in items:
+        if not item["included"]:
             dropped += 1
-            if e.drop_reason is not None:
-                reasons[e.drop_reason] += 1
-        items.append(
-            {
-                "id": e.id,
-                "ref": e.ref,
-                "section": e.kind,
-                "tier": e.tier,
-                "score": None if e.score is None else float(e.score),
-                "components": components,
-                "tokens": e.tokens,
-                "included": e.included,
-                "drop_reason": e.drop_reason,
-            }
-        )
-    for m, reason in excluded:
-        dropped += 1
-        reasons[reason] += 1
-        items.append(
-            {
-                "id": m.id,
-                "ref": m.ref,
-                "section": "memory",
-                "tier": m.tier,
-                "score": None,
-                "components": None,
-                "tokens": None,
-                "included": False,
-                "drop_reason": reason,
-            }
-        )
+            reason = item["drop_reason"]
+            if reason is not None:
+                reasons[str(reason)] += 1
     key = json.dumps(
         [
             request.user_id,

@@ -131,6 +131,8 @@ class AssembledContext:
     # memories' share after rule 5's candidates (no later ranked item costing more could
     # have gone in: pipeline.exact_walk)
     room: int = 0
+    # What pipeline.walk_on needs to continue the walk (assembly._Walk), when it can
+    walk: object = field(default=None, repr=False, compare=False)
     _pack: list[ContextPack] = field(default_factory=list, repr=False, compare=False)
     _json: list[JsonDict] = field(default_factory=list, repr=False, compare=False)
 

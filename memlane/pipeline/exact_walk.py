@@ -36,6 +36,7 @@ from memlane.pipeline.records import EpisodeRecord, MemoryRecord
 from memlane.pipeline.scoring import ITEM_IMPORTANCE, balanced_score, score_item, score_memories
 from memlane.pipeline.shortlists import Shortlist
 from memlane.pipeline.user_view import EPISODE, MEMORY, PROCEDURE, FloatArray, UserView
+from memlane.pipeline.walk_on import walk_on
 
 _KINDS = {MEMORY: "memory", EPISODE: "episode", PROCEDURE: "procedure"}
 
@@ -99,7 +100,15 @@ def assemble_from_view(
         rows, left = _taken(view, maybe, least[least <= room], shortlist, room, first, request)
         if not len(rows):
             return first
-        result = assemble_context(_with(request, view, shortlists.widen(view, shortlist, rows)))
+        # the rows taken come after every row walked: the walk goes on with them alone
+        added = shortlists.extension(view, shortlist, rows)
+        result = walk_on(
+            first,
+            memories=added.memories,
+            episodes=added.episodes,
+            procedures=added.procedures,
+            relevance=added.relevance,
+        ) or assemble_context(_with(request, view, shortlists.widen(view, shortlist, rows)))
         if result.room == left:  # as foreseen (otherwise: all that may fit, below)
             return result
     more = maybe[_line_tokens(view, maybe, encoding, style) <= room]

@@ -200,6 +200,24 @@ def widen(view: UserView, shortlist: Shortlist, more: npt.NDArray[np.intp]) -> S
     )
 
 
+def extension(view: UserView, shortlist: Shortlist, more: npt.NDArray[np.intp]) -> Shortlist:
+    """What `widen(view, shortlist, more)` holds that `shortlist` does not."""
+    assert shortlist.ranking is not None  # a shortlist of rows not walked has one
+    keys = shortlist.ranking.keys
+    last = int(more[np.lexsort(tuple(key[more] for key in reversed(keys)))[-1]])
+    before = _ordered_before(list(keys), shortlist.excluded, last)
+    new = sorted((set(more.tolist()) | set(before.tolist())) - set(shortlist.kept))
+    return _of_rows(
+        view,
+        new,
+        shortlist.scores,
+        rest=np.empty(0, np.intp),
+        added=frozenset(),
+        ranking=shortlist.ranking,
+        excluded=shortlist.excluded,
+    )
+
+
 def _of_rows(
     view: UserView,
     keep: list[int],

@@ -13,7 +13,7 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import shortlists, walk_rows
+from memlane.pipeline import exact_walk, shortlists, walk_rows
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.exact_walk import assemble_from_view
 from memlane.pipeline.keywords import keywords
@@ -173,6 +173,15 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
     # what it considered, it decided as the walk of every item did
     considered = {i["id"]: i for i in every.pack_data["items"]}
     assert all(considered[i["id"]] == i for i in exact.pack_data["items"])
+    # the walk gone on past the shortlist (pipeline.walk_on) is the assembly of the
+    # widened shortlist anew, pack and all
+    with (
+        mock.patch.object(shortlists, "MIN_WALK", min_walk),
+        mock.patch.object(walk_rows, "FIRST_CHUNK", chunk),
+        mock.patch.object(exact_walk, "walk_on", lambda *_, **__: None),
+    ):
+        anew = assemble_from_view(view, ask, relevance, walk_margin=margin)
+    assert (exact.text, exact.pack_data, exact.room) == (anew.text, anew.pack_data, anew.room)
 
 
 def test_a_short_item_far_down_the_ranking_fills_the_last_tokens() -> None:
