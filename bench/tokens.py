@@ -24,7 +24,7 @@ import tiktoken
 from bench import dataset
 from bench.common import Report, latency_summary, parser, time_calls
 from memlane.config.settings import Settings
-from memlane.pipeline import assembly
+from memlane.pipeline import assembly_parts
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly import assemble_context
 from memlane.pipeline.assembly_types import AssemblyInput
@@ -117,7 +117,7 @@ def enforce(report: Report, count: int, encoding: tiktoken.Encoding, iterations:
     selection = fmt.Selection(user_id="u1", memories=[by_id[i] for i in result.included_memory_ids])
 
     def cold(_: int) -> None:
-        assembly._tokens.cache_clear()
+        assembly_parts.count_line.cache_clear()
         fmt._memory_line.cache_clear()
         assemble_context(request)
 

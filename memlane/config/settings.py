@@ -146,7 +146,7 @@ class Settings(BaseSettings):
         description="per-process memory for users' working sets; 0 = read the store each time",
     )
     walk_margin: float = Field(
-        1.5,
+        1.0,
         ge=0,
         description="working set: the ranked items the assembler walks first, in budgets of "
         "their estimated lines (what fits after them is walked next: the result is the same "

@@ -47,49 +47,47 @@ the ContextPack model on every call would add about a third to the assembler's o
 (bench/README.md), and the pack writer wants plain data, so the model is built only
 when asked for.
 
-Over 400 lines: the rules above are applied here in their order, one function each, so
-the whole walk reads top to bottom; the filters, the format and the pack's types are in
-assembly_filters, context_format and assembly_types.
+The rules above are applied here in their order, one function each, so the whole walk
+reads top to bottom; the filters, the format, the pack's types and the walk's parts
+(entries, account, pack) are in assembly_filters, context_format, assembly_types and
+assembly_parts. A rule-4 walk's result carries what pipeline.walk_on needs to go on
+with more items (the working set's second walk).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import uuid
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import Generic, TypeVar
 
 import tiktoken
 
 from memlane.pipeline import assembly_filters as filters
 from memlane.pipeline import context_format as fmt
+from memlane.pipeline.assembly_parts import (
+    Account,
+    AnyEntry,
+    Entry,
+    Walk,
+    build_pack,
+    count_line,
+    memory_entry,
+)
 from memlane.pipeline.assembly_types import (
     AssembledContext,
     AssemblyInput,
     DropReason,
-    ItemSection,
-    PackData,
     PackEvent,
 )
 from memlane.pipeline.budget import validate_budget
 from memlane.pipeline.errors import BudgetError
-from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 from memlane.pipeline.scoring import (
     ITEM_IMPORTANCE,
     RankedMemory,
-    ScoreBreakdown,
     rank,
     score_item,
 )
 from memlane.pipeline.tokens import ENCODING_SPECS
-
-_PACK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "memlane:context-pack")
-_R = TypeVar("_R", SoulBlock, MemoryRecord, EpisodeRecord, Procedure)
 
 # Pre-tokenisers that always end a piece at `>` + newline before `<` (see rule 5).
 ADDITIVE_PATTERNS = frozenset(spec.pat_str for spec in ENCODING_SPECS.values())
@@ -97,85 +95,6 @@ ADDITIVE_PATTERNS = frozenset(spec.pat_str for spec in ENCODING_SPECS.values())
 
 def _additive(encoding: tiktoken.Encoding) -> bool:
     return getattr(encoding, "_pat_str", None) in ADDITIVE_PATTERNS
-
-
-@lru_cache(maxsize=65_536)
-def _tokens(encoding: tiktoken.Encoding, line: str) -> int:
-    return len(encoding.encode_ordinary(line))
-
-
-@dataclass(slots=True)
-class _Entry(Generic[_R]):
-    """One considered item: its record, rendered line, cost, score and the decision."""
-
-    record: _R
-    id: str
-    ref: int | None
-    section: fmt.SectionName
-    kind: ItemSection
-    line: str
-    tokens: int
-    score: float | None = None  # the strategy's value for memories, the composite in a pool
-    breakdown: ScoreBreakdown | None = None
-    included: bool = False
-    drop_reason: DropReason | None = None
-    tier: Tier | None = None  # a memory's; read for every entry, so kept, not derived
-
-
-_AnyEntry = _Entry[SoulBlock] | _Entry[MemoryRecord] | _Entry[EpisodeRecord] | _Entry[Procedure]
-
-
-def _memory_entry(
-    item: RankedMemory, encoding: tiktoken.Encoding, style: fmt.Style
-) -> _Entry[MemoryRecord]:
-    m = item.memory
-    line = fmt.memory_line(m, style)
-    return _Entry(
-        m,
-        m.id,
-        m.ref,
-        "memories",
-        "memory",
-        line,
-        _tokens(encoding, line),
-        item.score,
-        item.breakdown,
-        tier=m.tier,
-    )
-
-
-class _Account:
-    """Running token count: the root, each non-empty section's wrapper, each line."""
-
-    def __init__(self, encoding: tiktoken.Encoding, user_id: str) -> None:
-        self.used = _tokens(encoding, fmt.root_open(user_id)) + _tokens(encoding, fmt.ROOT_CLOSE)
-        self.section_used: dict[fmt.SectionName, int] = {}
-        self._wrapper = {
-            name: _tokens(encoding, fmt.section_open(name))
-            + _tokens(encoding, fmt.section_close(name))
-            for name in fmt.SECTION_ORDER
-        }
-
-    def copy(self) -> _Account:
-        twin = object.__new__(_Account)
-        twin.used, twin.section_used, twin._wrapper = (
-            self.used,
-            dict(self.section_used),
-            self._wrapper,
-        )
-        return twin
-
-    def cost(self, entry: _AnyEntry) -> int:
-        """Tokens the entry adds: its line, plus its section's wrapper if it is the first."""
-        return entry.tokens + (
-            0 if entry.section in self.section_used else self._wrapper[entry.section]
-        )
-
-    def take(self, entry: _AnyEntry) -> None:
-        cost = self.cost(entry)
-        self.used += cost
-        self.section_used[entry.section] = self.section_used.get(entry.section, 0) + cost
-        entry.included = True
 
 
 def assemble_context(request: AssemblyInput) -> AssembledContext:
@@ -200,8 +119,8 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         ordered=not by_relevance,
     )
 
-    def memory(item: RankedMemory) -> _Entry[MemoryRecord]:
-        return _memory_entry(item, encoding, style)
+    def memory(item: RankedMemory) -> Entry[MemoryRecord]:
+        return memory_entry(item, encoding, style)
 
     pinned = [
         memory(r) for r in filters.newest_first(r for r in ranked if r.memory.tier == "pinned")
@@ -211,12 +130,12 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     ]
     candidates = [memory(r) for r in ranked if r.memory.tier == "candidate"]
     soul = [
-        _Entry(b, f"soul:{b.kind}", None, "soul", "soul", line, _tokens(encoding, line))
+        Entry(b, f"soul:{b.kind}", None, "soul", "soul", line, count_line(encoding, line))
         for b in filters.soul_blocks(request)
         for line in [fmt.soul_line(b)]
     ]
     episodes = [
-        _Entry(e, e.id, e.ref, "episodes", "episode", line, _tokens(encoding, line))
+        Entry(e, e.id, e.ref, "episodes", "episode", line, count_line(encoding, line))
         for e in filters.episodes(request)
         for line in [fmt.episode_line(e, style)]
     ]
@@ -226,29 +145,29 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         else filters.matching_procedures(request)
     )
     procedures = [
-        _Entry(p, p.id, p.ref, "procedures", "procedure", line, _tokens(encoding, line))
+        Entry(p, p.id, p.ref, "procedures", "procedure", line, count_line(encoding, line))
         for p in mine
         for line in [fmt.procedure_line(p, style)]
     ]
 
     events: list[PackEvent] = []
-    account = _Account(encoding, request.user_id)
+    account = Account(encoding, request.user_id)
     _always_in(account, budget, soul, pinned, verified, events)
     if by_relevance:
-        pool = _pool(request, relevance, candidates, episodes, procedures)
+        pool, best = _pool(request, relevance, candidates, episodes, procedures)
         for entry in pool:
-            _take_if_it_fits(entry, account, budget, events)
+            take_if_it_fits(entry, account, budget, events)
         room = budget - account.used
         place = {id(entry): i for i, entry in enumerate(pool)}
         candidates.sort(key=lambda e: place[id(e)])
         episodes.sort(key=lambda e: place[id(e)])
         procedures.sort(key=lambda e: place[id(e)])
-        removable: list[_AnyEntry] = [*reversed(pool), *reversed(verified)]
+        removable: list[AnyEntry] = [*reversed(pool), *reversed(verified)]
     else:
         room = _by_share(account, budget, request.memory_share, candidates)
-        later: list[_AnyEntry] = [*episodes, *procedures]
+        later: list[AnyEntry] = [*episodes, *procedures]
         for entry in later:
-            _take_if_it_fits(entry, account, budget, events)
+            take_if_it_fits(entry, account, budget, events)
         removable = [
             *reversed(candidates),
             *reversed(procedures),
@@ -257,7 +176,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         ]
 
     memories = [*pinned, *verified, *candidates]
-    text, used = _render_within_budget(
+    text, used = render_within_budget(
         request.user_id,
         (soul, memories, episodes, procedures),
         removable,
@@ -278,13 +197,12 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         procedures=[e.record for e in procedures if e.included],
         style=style,
     )
-    considered: list[_AnyEntry] = [*soul, *memories, *episodes, *procedures]
-    pack = _pack(request, budget, used, text, considered, excluded, events)
+    considered: list[AnyEntry] = [*soul, *memories, *episodes, *procedures]
+    pack = build_pack(request, budget, used, text, considered, excluded, events)
     walk = None
     if by_relevance and _additive(encoding):
-        best = max((_relevance(e) for e in pool), default=0.0)
-        key = _pool_key(request.relevance_floor * best)
-        walk = _Walk(
+        key = pool_key(request.relevance_floor * best)
+        walk = Walk(
             request=request,
             budget=budget,
             account=account,
@@ -294,7 +212,8 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
             candidates=candidates,
             episodes=episodes,
             procedures=procedures,
-            seen=frozenset(m.id for m in usable) | frozenset(m.id for m, _ in excluded),
+            usable=usable,
+            excluded=excluded,
             events=walked_events,
             items=pack["items"],
             best=best,
@@ -310,35 +229,12 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Walk:
-    """A rule-4 walk as it ended, for pipeline.walk_on to go on with: its request, what
-    the account holds, the entries by section (candidates, episodes and procedures in
-    the pool's order), the memory ids it saw, its events but `no_candidates_fit`, its
-    pack's items, the pool's best relevance and its last entry's key."""
-
-    request: AssemblyInput
-    budget: int
-    account: _Account
-    soul: list[_Entry[SoulBlock]]
-    pinned: list[_Entry[MemoryRecord]]
-    verified: list[_Entry[MemoryRecord]]
-    candidates: list[_Entry[MemoryRecord]]
-    episodes: list[_Entry[EpisodeRecord]]
-    procedures: list[_Entry[Procedure]]
-    seen: frozenset[str]
-    events: list[PackEvent]
-    items: list[dict[str, object]]
-    best: float
-    last: tuple[bool, float, float, int, str] | None
-
-
 def _always_in(
-    account: _Account,
+    account: Account,
     budget: int,
-    soul: Sequence[_AnyEntry],
-    pinned: Sequence[_AnyEntry],
-    verified: Sequence[_AnyEntry],
+    soul: Sequence[AnyEntry],
+    pinned: Sequence[AnyEntry],
+    verified: Sequence[AnyEntry],
     events: list[PackEvent],
 ) -> None:
     """Rules 2 and 3 of the module docstring: soul and pinned, then verified."""
@@ -347,29 +243,30 @@ def _always_in(
     if account.used > budget:
         raise _over_budget(budget, account.used, len(soul), len(pinned))
     for entry in verified:
-        _take_if_it_fits(entry, account, budget, events)
+        take_if_it_fits(entry, account, budget, events)
 
 
 def _pool(
     request: AssemblyInput,
     relevance: Mapping[str, float],
-    candidates: Sequence[_Entry[MemoryRecord]],
-    episodes: Sequence[_Entry[EpisodeRecord]],
-    procedures: Sequence[_Entry[Procedure]],
-) -> list[_AnyEntry]:
+    candidates: Sequence[Entry[MemoryRecord]],
+    episodes: Sequence[Entry[EpisodeRecord]],
+    procedures: Sequence[Entry[Procedure]],
+) -> tuple[list[AnyEntry], float]:
     """Rule 4's walk order: candidates, episodes and procedures, those at or above the
-    relevance floor first, each part by composite score; ties by section, then id."""
-    others: list[_Entry[EpisodeRecord] | _Entry[Procedure]] = [*episodes, *procedures]
-    _score_others(request, relevance, others)
-    scored: list[_AnyEntry] = [*candidates, *others]
-    best = max((_relevance(e) for e in scored), default=0.0)
-    return sorted(scored, key=_pool_key(request.relevance_floor * best))
+    relevance floor first, each part by composite score; ties by section, then id. And
+    the best relevance of them, which the floor is relative to."""
+    others: list[Entry[EpisodeRecord] | Entry[Procedure]] = [*episodes, *procedures]
+    score_others(request, relevance, others)
+    scored: list[AnyEntry] = [*candidates, *others]
+    best = max((relevance_of(e) for e in scored), default=0.0)
+    return sorted(scored, key=pool_key(request.relevance_floor * best)), best
 
 
-def _score_others(
+def score_others(
     request: AssemblyInput,
     relevance: Mapping[str, float],
-    others: Sequence[_Entry[EpisodeRecord] | _Entry[Procedure]],
+    others: Sequence[Entry[EpisodeRecord] | Entry[Procedure]],
 ) -> None:
     """An episode's or a procedure's composite: a memory's of importance 0.5, frequency 0."""
     for entry in others:
@@ -388,10 +285,10 @@ def _score_others(
 _SECTION_PLACE = {name: i for i, name in enumerate(fmt.SECTION_ORDER)}
 
 
-def _pool_key(floor: float) -> Callable[[_AnyEntry], tuple[bool, float, float, int, str]]:
-    def key(entry: _AnyEntry) -> tuple[bool, float, float, int, str]:
+def pool_key(floor: float) -> Callable[[AnyEntry], tuple[bool, float, float, int, str]]:
+    def key(entry: AnyEntry) -> tuple[bool, float, float, int, str]:
         score = entry.breakdown.composite if entry.breakdown is not None else 0.0
-        relevance = _relevance(entry)
+        relevance = relevance_of(entry)
         if relevance >= floor:
             return (False, -score, 0.0, _SECTION_PLACE[entry.section], entry.id)
         return (True, -relevance, -score, _SECTION_PLACE[entry.section], entry.id)
@@ -399,12 +296,12 @@ def _pool_key(floor: float) -> Callable[[_AnyEntry], tuple[bool, float, float, i
     return key
 
 
-def _relevance(entry: _AnyEntry) -> float:
+def relevance_of(entry: AnyEntry) -> float:
     return entry.breakdown.relevance if entry.breakdown is not None else 0.0
 
 
 def _by_share(
-    account: _Account, budget: int, memory_share: float, candidates: Sequence[_AnyEntry]
+    account: Account, budget: int, memory_share: float, candidates: Sequence[AnyEntry]
 ) -> int:
     """Rule 5: candidates, best first, within the memories' share; what is left of it."""
     soul_used = account.section_used.get("soul", 0)
@@ -421,8 +318,8 @@ def _by_share(
     return memory_cap - account.section_used.get("memories", 0)
 
 
-def _take_if_it_fits(
-    entry: _AnyEntry, account: _Account, budget: int, events: list[PackEvent]
+def take_if_it_fits(
+    entry: AnyEntry, account: Account, budget: int, events: list[PackEvent]
 ) -> None:
     if account.used + account.cost(entry) <= budget:
         account.take(entry)
@@ -430,17 +327,17 @@ def _take_if_it_fits(
         _drop(entry, "over_budget", events)
 
 
-def _drop(entry: _AnyEntry, reason: DropReason, events: list[PackEvent]) -> None:
+def _drop(entry: AnyEntry, reason: DropReason, events: list[PackEvent]) -> None:
     entry.included = False
     entry.drop_reason = reason
     if entry.tier == "verified":
         events.append(PackEvent(type="verified_item_dropped", id=entry.id))
 
 
-def _render_within_budget(
+def render_within_budget(
     user_id: str,
-    sections: tuple[Sequence[_AnyEntry], ...],
-    removable: Sequence[_AnyEntry],
+    sections: tuple[Sequence[AnyEntry], ...],
+    removable: Sequence[AnyEntry],
     budget: int,
     encoding: tiktoken.Encoding,
     events: list[PackEvent],
@@ -482,102 +379,3 @@ def _over_budget(budget: int, required: int, soul: int, pinned: int) -> BudgetEr
         budget=budget,
         required=required,
     )
-
-
-def _pack(
-    request: AssemblyInput,
-    budget: int,
-    used: int,
-    text: str,
-    considered: Sequence[_AnyEntry],
-    excluded: Sequence[tuple[MemoryRecord, DropReason]],
-    events: list[PackEvent],
-) -> PackData:
-    """The context pack, as plain data with every field of ContextPack and PackItem
-    (so it equals the model's dump)."""
-    items = [*map(_item, considered), *(_excluded_item(m, reason) for m, reason in excluded)]
-    return _pack_of(request, budget, used, text, items, events)
-
-
-def _item(e: _AnyEntry) -> dict[str, object]:
-    components: dict[str, float] | None = None
-    b = e.breakdown
-    if b is not None:
-        components = {
-            "relevance": b.relevance,
-            "importance": b.importance,
-            "recency": b.recency,
-            "frequency": b.frequency,
-            "composite": b.composite,
-        }
-    return {
-        "id": e.id,
-        "ref": e.ref,
-        "section": e.kind,
-        "tier": e.tier,
-        "score": None if e.score is None else float(e.score),
-        "components": components,
-        "tokens": e.tokens,
-        "included": e.included,
-        "drop_reason": e.drop_reason,
-    }
-
-
-def _excluded_item(m: MemoryRecord, reason: DropReason) -> dict[str, object]:
-    return {
-        "id": m.id,
-        "ref": m.ref,
-        "section": "memory",
-        "tier": m.tier,
-        "score": None,
-        "components": None,
-        "tokens": None,
-        "included": False,
-        "drop_reason": reason,
-    }
-
-
-def _pack_of(
-    request: AssemblyInput,
-    budget: int,
-    used: int,
-    text: str,
-    items: list[dict[str, object]],
-    events: list[PackEvent],
-) -> PackData:
-    """The pack of `items`. Its id is a uuid5 of what identifies the call and of the
-    text, so the same call gives the same id and a different result a different one."""
-    dropped = 0
-    reasons: Counter[str] = Counter()
-    for item in items:
-        if not item["included"]:
-            dropped += 1
-            reason = item["drop_reason"]
-            if reason is not None:
-                reasons[str(reason)] += 1
-    key = json.dumps(
-        [
-            request.user_id,
-            request.query,
-            request.now.isoformat(),
-            request.strategy,
-            request.style,
-            budget,
-            hashlib.sha256(text.encode()).hexdigest(),
-        ]
-    )
-    return {
-        "pack_id": f"pack_{uuid.uuid5(_PACK_NAMESPACE, key).hex}",
-        "user_id": request.user_id,
-        "query": request.query,
-        "assembled_at": request.now,
-        "strategy": request.strategy,
-        "budget_tokens": budget,
-        "used_tokens": used,
-        "items": items,
-        "dropped_count": dropped,
-        "drop_reasons": dict(sorted(reasons.items())),
-        "events": [{"type": event.type, "id": event.id} for event in events],
-        "retrieval_mode": request.retrieval_mode,
-        "style": request.style,
-    }

@@ -19,19 +19,21 @@ from collections.abc import Mapping, Sequence
 from memlane.pipeline import assembly_filters as filters
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline.assembly import (
-    _AnyEntry,
-    _Entry,
-    _excluded_item,
-    _item,
-    _memory_entry,
-    _pack_of,
-    _pool_key,
-    _relevance,
-    _render_within_budget,
-    _score_others,
-    _take_if_it_fits,
-    _tokens,
-    _Walk,
+    pool_key,
+    relevance_of,
+    render_within_budget,
+    score_others,
+    take_if_it_fits,
+)
+from memlane.pipeline.assembly_parts import (
+    AnyEntry,
+    Entry,
+    Walk,
+    count_line,
+    excluded_item,
+    memory_entry,
+    pack_item,
+    pack_of,
 )
 from memlane.pipeline.assembly_types import AssembledContext, DropReason, PackEvent
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
@@ -49,14 +51,15 @@ def walk_on(
     """`first` as if its request had held these items too (`relevance`: theirs), or None
     when they cannot simply be walked after it (module docstring)."""
     walk = first.walk
-    if not isinstance(walk, _Walk):
+    if not isinstance(walk, Walk):
         return None
     request = walk.request
     user, encoding, style = request.user_id, request.encoding, request.style
+    seen = {m.id for m in walk.usable} | {m.id for m, _ in walk.excluded}
     usable: list[MemoryRecord] = []
     excluded: list[tuple[MemoryRecord, DropReason]] = []
     for memory in memories:
-        if memory.user_id != user or memory.id in walk.seen:
+        if memory.user_id != user or memory.id in seen:
             continue
         reason = filters.memory_exclusion(memory, request)
         if reason is None:
@@ -75,30 +78,30 @@ def walk_on(
     if any(r.memory.tier != "candidate" for r in ranked):
         return None  # rules 2 and 3 would take it before the pool
     added_episodes = [
-        _Entry(e, e.id, e.ref, "episodes", "episode", line, _tokens(encoding, line))
+        Entry(e, e.id, e.ref, "episodes", "episode", line, count_line(encoding, line))
         for e in episodes
         if e.user_id == user
         for line in [fmt.episode_line(e, style)]
     ]
     added_procedures = [
-        _Entry(p, p.id, p.ref, "procedures", "procedure", line, _tokens(encoding, line))
+        Entry(p, p.id, p.ref, "procedures", "procedure", line, count_line(encoding, line))
         for p in procedures
         if p.user_id == user and relevance.get(p.id)
         for line in [fmt.procedure_line(p, style)]
     ]
-    _score_others(request, relevance, [*added_episodes, *added_procedures])
-    added_memories = [_memory_entry(r, encoding, style) for r in ranked]
-    pool: list[_AnyEntry] = [*added_memories, *added_episodes, *added_procedures]
-    if max((_relevance(e) for e in pool), default=0.0) > walk.best:
+    score_others(request, relevance, [*added_episodes, *added_procedures])
+    added_memories = [memory_entry(r, encoding, style) for r in ranked]
+    pool: list[AnyEntry] = [*added_memories, *added_episodes, *added_procedures]
+    if max((relevance_of(e) for e in pool), default=0.0) > walk.best:
         return None  # the relevance floor would move
-    key = _pool_key(request.relevance_floor * walk.best)
+    key = pool_key(request.relevance_floor * walk.best)
     pool.sort(key=key)
     if pool and walk.last is not None and not key(pool[0]) > walk.last:
         return None  # not after every item walked
     account = walk.account.copy()
     events = list(walk.events)
     for entry in pool:
-        _take_if_it_fits(entry, account, walk.budget, events)
+        take_if_it_fits(entry, account, walk.budget, events)
     # each section in the pool's order (one key orders them all)
     added_memories.sort(key=key)
     added_episodes.sort(key=key)
@@ -107,7 +110,7 @@ def walk_on(
     memories_in = [*walk.pinned, *walk.verified, *candidates]
     episodes_in = [*walk.episodes, *added_episodes]
     procedures_in = [*walk.procedures, *added_procedures]
-    text, used = _render_within_budget(
+    text, used = render_within_budget(
         user,
         (walk.soul, memories_in, episodes_in, procedures_in),
         [],
@@ -132,21 +135,21 @@ def walk_on(
     memories_end = len(walk.soul) + len(walk.pinned) + len(walk.verified) + len(walk.candidates)
     episodes_end = memories_end + len(walk.episodes)
     procedures_end = episodes_end + len(walk.procedures)
-    left_out = [*items[procedures_end:], *(_excluded_item(m, r) for m, r in excluded)]
+    left_out = [*items[procedures_end:], *(excluded_item(m, r) for m, r in excluded)]
     if excluded:
         left_out.sort(key=lambda item: str(item["id"]))
-    pack = _pack_of(
+    pack = pack_of(
         request,
         walk.budget,
         used,
         text,
         [
             *items[:memories_end],
-            *map(_item, added_memories),
+            *map(pack_item, added_memories),
             *items[memories_end:episodes_end],
-            *map(_item, added_episodes),
+            *map(pack_item, added_episodes),
             *items[episodes_end:procedures_end],
-            *map(_item, added_procedures),
+            *map(pack_item, added_procedures),
             *left_out,
         ],
         events,
