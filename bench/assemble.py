@@ -22,6 +22,7 @@ import pstats
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from bench.common import (
     flush_redis,
     latency_summary,
     parser,
+    percentile,
     pg_database,
     sqlite_database,
     time_calls,
@@ -107,11 +109,15 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
             lane.warm(user)  # timed warm: a large user's view otherwise loads meanwhile
             floor = floor_query(url, f"mem_{user}_{0:07d}")
             for strategy in args.strategies:
+                cpu: list[float] = []
 
-                def call(i: int, strategy: str = strategy, user: str = user) -> None:
+                def call(
+                    i: int, strategy: str = strategy, user: str = user, cpu: list[float] = cpu
+                ) -> None:
                     q = i % len(questions)
                     if args.embed_query:  # each call embeds, as a query not seen before
                         query_cache._QUERY_CACHE.clear()
+                    started = time.thread_time()
                     lane.assemble(
                         user,
                         questions[q],
@@ -120,8 +126,10 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                         query_embedding=None if args.embed_query else vectors[q],
                         now=dataset.NOW,
                     )
+                    cpu.append(time.thread_time() - started)
 
                 time_calls(call, warmup=5, iterations=0, max_seconds=0)
+                cpu.clear()
                 profiler = cProfile.Profile() if args.profile else None
                 if profiler:
                     profiler.enable()
@@ -142,6 +150,10 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                     query_embedded=bool(args.embed_query),
                     **latency_summary(durations),
                     floor_p50_ms=floor,
+                    # the calling thread's CPU per call: what the wall time is on an idle
+                    # machine but for waits (the change read, the pack writer's turns)
+                    cpu_p50_ms=round(percentile([c * 1e3 for c in cpu], 50), 3),
+                    cpu_p99_ms=round(percentile([c * 1e3 for c in cpu], 99), 3),
                 )
     if backend == "postgresql":
         flush_redis()
@@ -207,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     plan = dict(PLANS[args.size])
     plan["sizes"] = args.sizes or plan["sizes"]
     plan["iterations"] = args.iterations or plan["iterations"]
-    columns = ["backend", "memories", "strategy", "n", "p50_ms", "p99_ms", "floor_p50_ms"]
+    columns = ["backend", "memories", "strategy", "n", "p50_ms", "p99_ms", "cpu_p50_ms"]
+    columns += ["cpu_p99_ms", "floor_p50_ms"]
     report = Report("assemble", [*columns, "goal", "figure_ms", "figure_ratio", "met"])
     # One database per embedder: its vectors are loaded with the data.
     name = load_settings().embedding_model

@@ -45,7 +45,7 @@ PLANS: dict[str, dict[str, Any]] = {
         "size": 10_000,
         "queries": 50,
         "top_k": [50, 250],
-        "margins": [1.1, 1.25, 1.5, 2.0],
+        "margins": [0.8, 1.0, 1.5, 2.0],
         "db": "memlane_bench",
     },
 }
