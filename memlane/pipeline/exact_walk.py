@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,11 +30,18 @@ import tiktoken
 
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline import line_bound, shortlists, walk_rows
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
+from memlane.pipeline.assembly import assemble_context, pool_key
+from memlane.pipeline.assembly_parts import Entry, Walk
+from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput, ItemSection
 from memlane.pipeline.memory_table import Record
-from memlane.pipeline.records import EpisodeRecord, MemoryRecord
-from memlane.pipeline.scoring import ITEM_IMPORTANCE, balanced_score, score_item, score_memories
+from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
+from memlane.pipeline.scoring import (
+    ITEM_IMPORTANCE,
+    ScoreBreakdown,
+    balanced_score,
+    score_item,
+    score_memories,
+)
 from memlane.pipeline.shortlists import Shortlist
 from memlane.pipeline.user_view import EPISODE, MEMORY, PROCEDURE, FloatArray, UserView
 from memlane.pipeline.walk_on import walk_on
@@ -172,18 +180,15 @@ def _taken(
 def _exact_keys(
     view: UserView, shortlist: Shortlist, first: AssembledContext, request: AssemblyInput
 ) -> Callable[[list[int]], list[tuple[object, ...]]]:
-    """The assembler's sort key of rows (pipeline.assembly `_pool`, scoring.rank), computed
-    by its own functions from the rows' records: for the few rows the view's keys cannot
-    order."""
+    """The assembler's sort key of rows (rule 4's `assembly.pool_key`, scoring.rank's
+    order), from the rows' records scored by its own functions: for the few rows the
+    view's keys cannot order."""
     now, weights, half_life = request.now, request.weights, request.half_life_hours
-    items = first.pack_data["items"]
     # the rows' relevance as the shortlist hands it over (`request` has none)
     scores = shortlist.scores
     by_relevance = bool(request.query) and request.strategy == "scored" and scores is not None
-    pool = [i for i in items if i["section"] != "soul" and i["tier"] in (None, "candidate")]
-    best = max((i["components"]["relevance"] for i in pool if i["components"]), default=0.0)
-    floor = request.relevance_floor * best
-    section = {name: i for i, name in enumerate(fmt.SECTION_ORDER)}
+    walk = first.walk
+    pool_order = pool_key(request.relevance_floor * (walk.best if isinstance(walk, Walk) else 0.0))
 
     def key(row: int) -> tuple[object, ...]:
         record = view.records[row]
@@ -192,7 +197,8 @@ def _exact_keys(
             scored = score_memories(
                 [record], relevance=relevance, now=now, weights=weights, half_life_hours=half_life
             )[0]
-            place = section["memories"]
+            if by_relevance:
+                return pool_order(_entry(record, "memories", "memory", scored))
         else:
             scored = score_item(
                 relevance=relevance.get(record.id, 0.0),
@@ -203,12 +209,10 @@ def _exact_keys(
                 weights=weights,
                 half_life_hours=half_life,
             )
-            place = section["episodes" if isinstance(record, EpisodeRecord) else "procedures"]
-        if by_relevance:
-            if scored.relevance >= floor:
-                return (False, -scored.composite, 0.0, place, record.id)
-            return (True, -scored.relevance, -scored.composite, place, record.id)
-        assert isinstance(record, MemoryRecord)  # the memories' order (rule 5)
+            assert by_relevance  # only memories are ranked without (rule 5)
+            if isinstance(record, EpisodeRecord):
+                return pool_order(_entry(record, "episodes", "episode", scored))
+            return pool_order(_entry(record, "procedures", "procedure", scored))
         if request.strategy == "important":
             return (-record.importance, record.id)
         if request.strategy == "balanced":
@@ -219,6 +223,16 @@ def _exact_keys(
         return (-scored.composite, record.id)
 
     return lambda rows: [key(row) for row in rows]
+
+
+_Item = TypeVar("_Item", MemoryRecord, EpisodeRecord, Procedure)
+
+
+def _entry(
+    record: _Item, section: fmt.SectionName, kind: ItemSection, scored: ScoreBreakdown
+) -> Entry[_Item]:
+    """What rule 4's key reads of an item: its section, id and scores."""
+    return Entry(record, record.id, None, section, kind, "", 0, scored.composite, scored)
 
 
 @lru_cache(maxsize=64)
