@@ -69,13 +69,18 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
     user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
     settings = load_settings(database_url=url, broker_url=None)
     embedder = get_embedder(settings)
-    model, dim = embedder.name, embedder.dim
+    # the view as the facade loads it (ContextBuilder._from_view)
+    of: dict[str, Any] = {
+        "model": embedder.name,
+        "dim": embedder.dim,
+        "sparse": embedder.capabilities.sparse,
+    }
     row = dict(backend=backend, memories=size)
     loads: list[float] = []
     loads_cpu: list[float] = []
     for _ in range(plan["loads"]):
         working = WorkingSet(url, budget_mb=1024)
-        loads.append(timed(lambda w=working: w.warm(user, model=model, dim=dim), loads_cpu))
+        loads.append(timed(lambda w=working: w.warm(user, **of), loads_cpu))
     report.emit(**row, measure="load (warm)", **latency_summary(loads), **cpu_p50(loads_cpu))
     query = dataset.queries(1)[0]
     vector = embedder.embed([query])[0]
@@ -98,8 +103,8 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
     report.emit(**row, **first)
     report.emit(**row, measure="first assembly, view loading", **latency_summary(firsts))
     working = WorkingSet(url, budget_mb=1024)
-    working.warm(user, model=model, dim=dim)
-    polls = [timed(lambda: working.view(user, model=model, dim=dim)) for _ in range(200)]
+    working.warm(user, **of)
+    polls = [timed(lambda: working.view(user, **of)) for _ in range(200)]
     report.emit(**row, measure="poll, nothing changed", **latency_summary(polls))
     applied: list[float] = []
     applied_cpu: list[float] = []
@@ -112,7 +117,7 @@ def bench_user(report: Report, backend: str, url: str, size: int, plan: dict[str
                 .where(MemoryRow.id == memory_id)
                 .values(importance=0.5 + (i % 2) / 10, change_seq=number)
             )
-        applied.append(timed(lambda: working.view(user, model=model, dim=dim), applied_cpu))
+        applied.append(timed(lambda: working.view(user, **of), applied_cpu))
     report.emit(
         **row,
         measure="one change applied",

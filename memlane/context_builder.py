@@ -134,7 +134,12 @@ class ContextBuilder:
         showed, which the working set does not follow: the caller sends it to the store.)"""
         s = self.settings
         embedder = self._embedder()
-        view = self._working_set().view(request.user_id, model=embedder.name, dim=embedder.dim)
+        view = self._working_set().view(
+            request.user_id,
+            model=embedder.name,
+            dim=embedder.dim,
+            sparse=embedder.capabilities.sparse,
+        )
         if view is None:
             return None
         query = request.query
@@ -233,7 +238,9 @@ class ContextBuilder:
         if self.settings.working_set_mb <= 0:
             return False
         embedder = self._embedder()
-        return self._working_set().warm(user_id, model=embedder.name, dim=embedder.dim)
+        return self._working_set().warm(
+            user_id, model=embedder.name, dim=embedder.dim, sparse=embedder.capabilities.sparse
+        )
 
     def forget(self, user_id: str) -> None:
         """Drop the user's view, if one was loaded (their data was erased)."""

@@ -187,10 +187,10 @@ class WorkingSet:
                 lock = self._user_locks[user_id] = _UserLock()
             return lock
 
-    def view(self, user_id: str, *, model: str, dim: int) -> UserView | None:
+    def view(self, user_id: str, *, model: str, dim: int, sparse: bool = False) -> UserView | None:
         """The user's view, current as of this call; None when the store must serve them
         (too large for the bound, vectors of two embedders, or loading in the
-        background)."""
+        background). `sparse`: the embedder's vectors are (EmbedderCapabilities)."""
         with self.user_lock(user_id):
             with self._lock:
                 user = self._users.get(user_id)
@@ -206,17 +206,17 @@ class WorkingSet:
                 if read_unit(self.url, lambda s: refs.issued(s, user_id)) > self.eager_items:
                     with self._lock:
                         if user_id not in self._loading:
-                            self._load_later(user_id, model, dim)
+                            self._load_later(user_id, model, dim, sparse)
                     return None
-                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
             elif not self._catch_up(user_id, user):  # erased: what is left is read again
                 with self._lock:
                     self._users.pop(user_id, None)
-                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
             with self._lock:
                 return self._keep(user_id, user)
 
-    def warm(self, user_id: str, *, model: str, dim: int) -> bool:
+    def warm(self, user_id: str, *, model: str, dim: int, sparse: bool = False) -> bool:
         """Load the user's view now, whatever their size (a background load under way
         is waited for). False when the working set cannot serve them."""
         with self._lock:
@@ -227,7 +227,7 @@ class WorkingSet:
             with self._lock:
                 user = self._users.get(user_id)
             if user is None or user.view_for != (model, dim) or not self._catch_up(user_id, user):
-                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
             with self._lock:
                 return self._keep(user_id, user) is not None
 
@@ -270,12 +270,12 @@ class WorkingSet:
             self._users.popitem(last=False)
         return user.view
 
-    def _load_later(self, user_id: str, model: str, dim: int) -> None:
+    def _load_later(self, user_id: str, model: str, dim: int, sparse: bool) -> None:
         """Load the user's view in a thread of its own (the caller holds the set's lock)."""
 
         def load() -> None:
             try:
-                user = read_unit(self.url, lambda session: _load(session, user_id, model, dim))
+                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
                 with self._lock:
                     current = self._users.get(user_id)
                     if current is None or current.view_for != (model, dim):
@@ -291,7 +291,7 @@ class WorkingSet:
         thread.start()
 
 
-def _load(session: Session, user_id: str, model: str, dim: int) -> _User:
+def _load(session: Session, user_id: str, model: str, dim: int, sparse: bool) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
     with collector.paused():  # tens of thousands of containers, none garbage
         items = user_items.load(session, user_id, model=model, dim=dim)
@@ -303,6 +303,7 @@ def _load(session: Session, user_id: str, model: str, dim: int) -> _User:
             soul_blocks=items.soul_blocks,
             model=model,
             dim=dim,
+            by_component=sparse,
         )
         return _User(
             version=version,

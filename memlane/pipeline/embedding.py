@@ -20,6 +20,10 @@ class EmbedderCapabilities:
     # Whether the cosine of its vectors is itself a word-overlap signal (hashing), so
     # relevance leans on BM25 instead (pipeline.scoring.default_lexical_weight).
     lexical: bool
+    # Whether a vector, a query's above all, has few non-zero components (hashing: ~15
+    # of 256): a working set then stores its vectors by component and a query reads only
+    # its own components (pipeline.relevance.Corpus).
+    sparse: bool = False
 
 
 class Embedder(Protocol):

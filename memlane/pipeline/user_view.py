@@ -214,9 +214,11 @@ class UserView:
         soul_blocks: Sequence[SoulBlock],
         model: str | None,
         dim: int | None,
+        by_component: bool = False,
     ) -> UserView:
         """Index the items; `*_vectors[i]` is (embedder, vector) of item i, or None. Only
-        vectors of the embedder `model` (of `dim`) count."""
+        vectors of the embedder `model` (of `dim`) count; `by_component`: stored so
+        (pipeline.relevance.Corpus), for an embedder of sparse vectors."""
         return cls.load(
             memories=MemoryTable.of_records(memories, memory_vectors, model=model, dim=dim),
             episodes=episodes,
@@ -225,6 +227,7 @@ class UserView:
             soul_blocks=soul_blocks,
             model=model,
             dim=dim,
+            by_component=by_component,
         )
 
     @classmethod
@@ -238,6 +241,7 @@ class UserView:
         soul_blocks: Sequence[SoulBlock],
         model: str | None,
         dim: int | None,
+        by_component: bool = False,
     ) -> UserView:
         """Index a table of memories (its vectors of `model`, of `dim`) and the other
         items, as `build` does; a memory's record is built when first read."""
@@ -251,6 +255,7 @@ class UserView:
             np.concatenate([memories.vectors, vectors]),
             np.concatenate([memories.with_vectors, with_vectors]),
             model=model,
+            by_component=by_component,
         )
         n = len(memories)
         mine, theirs = _memory_columns(memories), _columns(others)

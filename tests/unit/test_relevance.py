@@ -18,10 +18,12 @@ from memlane.pipeline.relevance import (
     CorpusItem,
     bm25,
     build_corpus,
+    component_dots,
     cosines,
     patch_corpus,
     relevance,
     rows_of,
+    stored_by_component,
 )
 
 MODEL = "toy-3"
@@ -163,14 +165,15 @@ def _same(a, b) -> bool:
     )
 
 
-def test_a_patch_leaves_every_earlier_corpus_as_it_was() -> None:
+@pytest.mark.parametrize("by_component", [False, True])
+def test_a_patch_leaves_every_earlier_corpus_as_it_was(by_component: bool) -> None:
     # a chain of patches (appends share the vectors' spare rows) and a branch: the same
     # corpus patched twice, which must not write into rows the first patch claimed
     items = [
         CorpusItem(f"m{i}", frozenset({"user", f"w{i % 3}"}), (float(i), 1.0, 0.0), "toy")
         for i in range(6)
     ]
-    base = build_corpus(items, model="toy", dim=3)
+    base = build_corpus(items, model="toy", dim=3, by_component=by_component)
     first, _ = patch_corpus(base, [CorpusItem("m6", frozenset({"tea"}), (0, 0, 1.0), "toy")], [])
     before = [_snapshot(base), _snapshot(first)]
     second, _ = patch_corpus(
@@ -223,3 +226,52 @@ def test_bm25_sums_the_same_way_in_every_process() -> None:
         for seed in range(6)
     }
     assert len(outputs) == 1
+
+
+def _sequential_dots(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The dots `component_dots` promises: float32 products summed one component at a
+    time, in ascending order, every component (zeros too)."""
+    dots = np.zeros(len(rows), dtype=np.float32)
+    for j in range(rows.shape[1]):
+        dots = dots + rows[:, j] * query[j]
+    return dots
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 24),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+    st.integers(0, 2**32 - 1),
+)
+def test_a_query_reads_only_its_components_and_every_row_gets_the_same_bits(
+    n: int, dim: int, row_density: float, query_density: float, seed: int
+) -> None:
+    # a sparse query (hashing) reads a few components of the by-component matrix; the
+    # dots must be the sum over every component in order, bit for bit, whatever the
+    # row's position (a patched view holds a row elsewhere than a freshly built one)
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((n, dim)).astype(np.float32)
+    rows[rng.random((n, dim)) > row_density] = 0
+    query = rng.standard_normal(dim).astype(np.float32)
+    query[rng.random(dim) > query_density] = 0
+    matrix = stored_by_component(rows)
+    assert np.array_equal(matrix, rows) and matrix.T.flags.c_contiguous
+    dots = component_dots(matrix, query)
+    assert np.array_equal(dots, _sequential_dots(rows, query))
+    shifted = component_dots(stored_by_component(np.concatenate([rows[::-1], rows[:3]])), query)
+    assert np.array_equal(shifted[:n], dots[::-1])
+    assert np.array_equal(component_dots(matrix, np.where(query == 0, 0, query)), dots)
+
+
+def test_patched_corpora_keep_their_vectors_by_component() -> None:
+    items = [CorpusItem(f"m{i}", frozenset({"w"}), (float(i), 1.0, 0.0), "toy") for i in range(5)]
+    base = build_corpus(items, model="toy", dim=3, by_component=True)
+    grown, _ = patch_corpus(base, [CorpusItem("m9", frozenset(), (0, 0, 1.0), "toy")], [])
+    moved, _ = patch_corpus(grown, [CorpusItem("m1", frozenset(), (0, 2.0, 0), "toy")], ["m2"])
+    for each in (base, grown, moved):
+        columns = each.vectors.T
+        assert all(columns[j].flags.c_contiguous for j in range(3))
+    assert cosines(moved, [0, 1, 0], "toy")[1] == 1.0
+    assert cosines(grown, [0, 0, 1], "toy").tolist()[-1] == 1.0

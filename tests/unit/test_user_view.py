@@ -16,6 +16,7 @@ from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.memory_table import MemoryTable
 from memlane.pipeline.records import MemoryRecord
+from memlane.pipeline.relevance import cosines
 from memlane.pipeline.user_view import UserView
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request
@@ -28,7 +29,7 @@ def vector(rng_words: list[str]) -> tuple[float, ...]:
     return tuple(float(sum(1 for w in rng_words if w == word)) for word in WORDS[:4])
 
 
-def build(memories, episodes, procedures) -> UserView:
+def build(memories, episodes, procedures, *, by_component: bool = False) -> UserView:
     return UserView.build(
         memories=memories,
         memory_vectors=[(MODEL, m.embedding) for m in memories],
@@ -38,6 +39,7 @@ def build(memories, episodes, procedures) -> UserView:
         soul_blocks=[],
         model=MODEL,
         dim=4,
+        by_component=by_component,
     )
 
 
@@ -202,8 +204,11 @@ def kept_ranked(
     removed=st.sets(st.integers(min_value=0, max_value=19), max_size=6),
     added=st.integers(min_value=0, max_value=4),
     query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    by_component=st.booleans(),
 )
-def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed, added, query):
+def test_a_patched_view_ranks_as_one_built_from_scratch(
+    words, changed, removed, added, query, by_component
+):
     def record(i: int, text: list[str], importance: float = 0.5):
         return mem(
             f"mem_{i:03d}",
@@ -228,7 +233,7 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
     for i in gone:
         del after[i]
     text = " ".join(query)
-    base = build(list(before.values()), [], [])
+    base = build(list(before.values()), [], [], by_component=by_component)
     # ranked before its patch: what the base corpus computes once for every query must
     # not carry over to the patched one
     base.relevance(
@@ -242,8 +247,9 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
         [f"mem_{i:03d}" for i in gone],
         [],
     )
-    fresh = build(sorted(after.values(), key=lambda m: m.id), [], [])
+    fresh = build(sorted(after.values(), key=lambda m: m.id), [], [], by_component=by_component)
     scores = {}
+    exact = {}  # by component, a row's cosine does not depend on where the row is
     for each in (view, fresh):
         rel = each.relevance(
             query_vector=vector(query),
@@ -255,8 +261,11 @@ def test_a_patched_view_ranks_as_one_built_from_scratch(words, changed, removed,
         scores[id(each)] = {
             each.corpus.ids[i]: round(float(rel[i]), 9) for i in range(len(rel)) if live[i]
         }
+        cosine = cosines(each.corpus, vector(query), MODEL)
+        exact[id(each)] = {each.corpus.ids[i]: cosine[i] for i in range(len(rel)) if live[i]}
         assert {m.id for m in each.memories} == {m.id for m in after.values()}
     assert scores[id(view)] == scores[id(fresh)]
+    assert not by_component or exact[id(view)] == exact[id(fresh)]
     picks = [
         shortlists.make(
             each,
