@@ -26,6 +26,19 @@ def lexicographic_top(keys: Sequence[npt.NDArray[np.float64]], k: int) -> Rows:
     return chosen[order]
 
 
+def lexicographic_top_of(keys: Sequence[npt.NDArray[np.float64]], rows: Rows, k: int) -> Rows:
+    """`rows[lexicographic_top([key[rows] for key in keys], k)]` for ascending `rows` of
+    the `keys` (the same rows, the same order), gathering only the keys the selection
+    reads: the first over `rows`, the others over the rows tied on it and the k kept (a
+    100k user's pool gathered three times cost a quarter of the selection)."""
+    k = max(0, min(k, len(rows)))
+    if k == 0:
+        return np.empty(0, dtype=np.intp)
+    chosen = _smallest(keys, rows, k) if k < len(rows) else rows
+    order = np.lexsort((chosen, *(key[chosen] for key in reversed(keys))))
+    return chosen[order]
+
+
 def _smallest(keys: Sequence[npt.NDArray[np.float64]], rows: Rows, k: int) -> Rows:
     """The `k` smallest of `rows` (ascending indices) by `keys`, ties by index, unordered:
     rows strictly below the k-th value of the first key, and of the rows tied with it the

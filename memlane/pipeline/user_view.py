@@ -201,6 +201,9 @@ class UserView:
     line_tokens: dict[tuple[object, str], FloatArray] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Per-row values computed from the columns alone, on first use (pipeline.shortlists):
+    # a view never changes, a patch makes a new one.
+    derived: dict[str, FloatArray] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(

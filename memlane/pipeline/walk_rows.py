@@ -50,21 +50,27 @@ class _Ids(Protocol):
 
 def walked(
     view: Ranked,
-    pool: Rows,
+    pool: npt.NDArray[np.bool_],
     ranked: Rows,
     ranking: Ranking,
     relevance: FloatArray | None,
 ) -> tuple[Rows, Rows]:
     """The rows to walk (`ranked` first) and those of them that a row not walked may come
     before in the assembler's order (module docstring). `relevance`: the clipped
-    relevance when the walk is by relevance."""
-    if len(ranked) == 0 or len(ranked) == len(pool):
+    relevance when the walk is by relevance; `pool`: which rows the ranking ranked.
+
+    Only the rows that can be near or tied are compared key by key: those within reach
+    of the last row on the most significant key, and those of its relevance (a gather
+    of every key over a 100k user's pool cost more than the rest of the walk's choice)."""
+    if len(ranked) == 0 or len(ranked) == np.count_nonzero(pool):
         return ranked, np.empty(0, np.intp)
     last = int(ranked[-1])
-    outside = np.ones(len(view.kind), dtype=np.bool_)
+    outside = pool.copy()  # the pool's rows not walked
     outside[ranked] = False
-    others = pool[outside[pool]]
-    tied = _tied_before(view, ranked, others, ranking.inputs, last)
+    tied = _tied(ranking.inputs, last)  # a few rows
+    walked_tied = pool[tied] & ~outside[tied]  # of the pool, not outside: ranked
+    before = _before_last_tied(view, tied[outside[tied]], tied[walked_tied])
+    others = _within_reach(ranking, outside, last)
     near = np.zeros(len(others), dtype=np.bool_)
     for key, noisy in zip(reversed(ranking.keys), reversed(ranking.noisy), strict=True):
         gap = key[others] - key[last]
@@ -74,11 +80,25 @@ def walked(
             near = gap <= TOLERANCE * max(1.0, abs(float(key[last])))
         else:
             near = (gap < 0) | ((gap == 0) & near)
-    added = others[near & ~tied.any_input]
+    tied_rows = set(tied.tolist())
+    added = np.array([row for row in others[near].tolist() if row not in tied_rows], np.intp)
     if relevance is not None:
-        added = np.union1d(added, _needed(view, pool, ranked, others, ranking.keys, relevance))
-    rows = np.concatenate([ranked, others[tied.before], added]).astype(np.intp)
+        needed = _needed(view, pool, ranked, outside, ranking.keys, relevance)
+        added = np.union1d(added, needed)
+    rows = np.concatenate([ranked, before, added]).astype(np.intp)
     return np.unique(rows), added.astype(np.intp)
+
+
+def _within_reach(ranking: Ranking, outside: npt.NDArray[np.bool_], last: int) -> Rows:
+    """The `outside` rows that may come before row `last` or near it: on the most
+    significant key, within the tolerance of its value when that key is noisy for it,
+    at most its value otherwise (`walked`'s comparison of that key, over every row)."""
+    key, noisy = ranking.keys[0], ranking.noisy[0]
+    if noisy if isinstance(noisy, bool) else bool(noisy[last]):
+        reach = key - key[last] <= TOLERANCE * max(1.0, abs(float(key[last])))
+    else:
+        reach = key <= key[last]  # gap <= 0, for finite keys
+    return np.flatnonzero(reach & outside)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,49 +112,44 @@ class Ranking:
     inputs: tuple[FloatArray, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class _Tied:
-    any_input: npt.NDArray[np.bool_]  # of `others`: tied with the last row walked
-    before: npt.NDArray[np.bool_]  # and ordered before the last tied row walked
+def _tied(inputs: Sequence[FloatArray], last: int) -> Rows:
+    """The rows tied with row `last`: the same value in every input (ascending)."""
+    rows = np.flatnonzero(inputs[0] == inputs[0][last])
+    for column in inputs[1:]:
+        rows = rows[column[rows] == column[last]]
+    return rows
 
 
-def _tied_before(
-    view: Ranked, ranked: Rows, others: Rows, inputs: Sequence[FloatArray], last: int
-) -> _Tied:
-    """Of `others`, those tied with row `last` (the same inputs), and of them those the
-    assembler orders (by section, then id) before the last of the tied rows in `ranked`."""
-    tied = np.ones(len(others), dtype=np.bool_)
-    mine = np.ones(len(ranked), dtype=np.bool_)
-    for column in inputs:
-        tied &= column[others] == column[last]
-        mine &= column[ranked] == column[last]
+def _before_last_tied(view: Ranked, outside: Rows, walked: Rows) -> Rows:
+    """Of the tied rows not walked (`outside`), those the assembler orders (by section,
+    then id) before the last of the tied rows walked (`walked`)."""
     ids, kind = view.corpus.ids, view.kind
-    mark = max((int(kind[row]), ids[row]) for row in ranked[mine].tolist())
-    before = np.zeros(len(others), dtype=np.bool_)
-    for i in np.flatnonzero(tied).tolist():
-        row = int(others[i])
-        before[i] = (int(kind[row]), ids[row]) < mark
-    return _Tied(tied, before)
+    mark = max((int(kind[row]), ids[row]) for row in walked.tolist())
+    return np.array(
+        [row for row in outside.tolist() if (int(kind[row]), ids[row]) < mark], dtype=np.intp
+    )
 
 
 def _needed(
     view: Ranked,
-    pool: Rows,
+    pool: npt.NDArray[np.bool_],
     ranked: Rows,
-    others: Rows,
+    outside: npt.NDArray[np.bool_],
     keys: Sequence[FloatArray],
     relevance: FloatArray,
 ) -> Rows:
     """The rows a walk by relevance needs besides `ranked`: the most relevant of the pool
-    and its best memory, when `ranked` lacks them."""
+    and its best memory, when `ranked` (the rest: `outside`) lacks them."""
     needed: list[int] = []
-    best = relevance[pool].max()
+    best = np.where(pool, relevance, -np.inf).max()  # a gather, or max(where=), is slower
     if not (relevance[ranked] == best).any():
+        others = np.flatnonzero(outside)
         needed.append(int(others[np.argmax(relevance[others])]))
-    memories = others[view.kind[others] == 0]
-    if len(memories) and not (view.kind[ranked] == 0).any():
-        first = lexicographic_top([key[memories] for key in keys], 1)
-        needed.append(int(memories[first[0]]))
+    if not (view.kind[ranked] == 0).any():
+        memories = np.flatnonzero(outside & (view.kind == 0))
+        if len(memories):
+            first = lexicographic_top([key[memories] for key in keys], 1)
+            needed.append(int(memories[first[0]]))
     return np.array(needed, dtype=np.intp)
 
 
