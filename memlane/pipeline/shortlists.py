@@ -153,8 +153,7 @@ def make(
         # every episode: the walk after the memories takes any that fits, oldest too
         extra = set(np.flatnonzero(live & (view.kind != MEMORY)).tolist())
     keys = ranking.keys
-    in_pool = np.flatnonzero(pool)
-    ranked = _top(keys, in_pool, head, limit)
+    ranked = _top(keys, pool, head, limit)
     if walk_tokens is not None:
         ranked = ranked[: _walked_count(view, ranked, walk_tokens, style)]
     walked, added = walk_rows.walked(
@@ -164,9 +163,9 @@ def make(
         ranking,
         clipped if relevance is not None and strategy == "scored" else None,
     )
-    outside = np.ones(rows, dtype=np.bool_)
+    outside = pool.copy()  # walked rows are the pool's
     outside[walked] = False
-    rest = in_pool[outside[in_pool]]
+    rest = np.flatnonzero(outside)
     before = np.empty(0, np.intp)
     if len(ranked):
         # the excluded memories the walk would have reached: the pack names them
@@ -203,18 +202,27 @@ def _composite(
 
 def _top(
     keys: Sequence[FloatArray],
-    pool: npt.NDArray[np.intp],
+    pool: npt.NDArray[np.bool_],
     head: npt.NDArray[np.bool_] | None,
     limit: int,
 ) -> npt.NDArray[np.intp]:
-    """The `limit` first rows of the `pool` in the order of `keys`: of the `head` rows
-    alone when they are enough, for they all come first on `keys[0]` (the rows above
-    the relevance floor: a few thousand of a 100k user's pool)."""
-    if head is not None:
-        first = np.flatnonzero(head)
-        if len(first) >= limit:
-            return lexicographic_top_of(keys, first, limit)
-    return lexicographic_top_of(keys, pool, limit)
+    """The `limit` first rows of the `pool` in the order of `keys`, ties by row. The
+    `head` rows come first on `keys[0]` and the pool's others share one value of it (the
+    rows above the relevance floor, then the rest): the head's best when it has enough,
+    else all of it, then the best of the rest by the other keys (a partition of a 100k
+    user's pool by a key of two values cost as much as the rest of the selection)."""
+    if head is None:
+        return lexicographic_top_of(keys, np.flatnonzero(pool), limit)
+    first = np.flatnonzero(head)
+    if len(first) >= limit:
+        return lexicographic_top_of(keys, first, limit)
+    rest = np.flatnonzero(pool & ~head)
+    return np.concatenate(
+        [
+            lexicographic_top_of(keys, first, len(first)),
+            lexicographic_top_of(keys[1:], rest, limit - len(first)),
+        ]
+    )
 
 
 def widen(view: UserView, shortlist: Shortlist, more: npt.NDArray[np.intp]) -> Shortlist:

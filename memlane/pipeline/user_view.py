@@ -203,7 +203,7 @@ class UserView:
     )
     # Per-row values computed from the columns alone, on first use (pipeline.shortlists):
     # a view never changes, a patch makes a new one.
-    derived: dict[str, FloatArray] = field(default_factory=dict, compare=False, repr=False)
+    derived: dict[object, FloatArray] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(

@@ -90,14 +90,20 @@ def walked(
 
 
 def _within_reach(ranking: Ranking, outside: npt.NDArray[np.bool_], last: int) -> Rows:
-    """The `outside` rows that may come before row `last` or near it: on the most
-    significant key, within the tolerance of its value when that key is noisy for it,
-    at most its value otherwise (`walked`'s comparison of that key, over every row)."""
-    key, noisy = ranking.keys[0], ranking.noisy[0]
-    if noisy if isinstance(noisy, bool) else bool(noisy[last]):
-        reach = key - key[last] <= TOLERANCE * max(1.0, abs(float(key[last])))
-    else:
-        reach = key <= key[last]  # gap <= 0, for finite keys
+    """The `outside` rows that may come before row `last` or near it, by `walked`'s
+    comparison of the two most significant keys over every row: on a key noisy for the
+    last row, within the tolerance of its value (the less significant keys do not
+    count); on another, before it, or equal and in reach on the next key."""
+    reach = outside
+    for depth in reversed(range(min(2, len(ranking.keys)))):
+        key, noisy = ranking.keys[depth], ranking.noisy[depth]
+        if noisy if isinstance(noisy, bool) else bool(noisy[last]):
+            reach = key - key[last] <= TOLERANCE * max(1.0, abs(float(key[last])))
+        elif depth == len(ranking.keys) - 1:
+            reach = key <= key[last]  # gap <= 0, for finite keys
+        else:
+            # gap < 0, or gap == 0 and in reach on the next key (for finite keys)
+            reach = (key < key[last]) | ((key == key[last]) & reach)
     return np.flatnonzero(reach & outside)
 
 
