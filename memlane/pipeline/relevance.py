@@ -361,9 +361,10 @@ def cosines(corpus: Corpus, query_vector: Sequence[float] | None, model: str | N
     unit = (query / norm).astype(np.float32)
     dots = component_dots if corpus.by_component else row_dots
     sims = dots(corpus.vectors, unit).astype(np.float64)
-    # in place: at 100k rows each temporary is 0.7 MB of fresh pages
-    np.nan_to_num(sims, copy=False, nan=0.0)
-    return np.clip(sims, 0.0, 1.0, out=sims)
+    # NaN 0 (fmax passes over it), then clipped to [0, 1]; in place: at 100k rows each
+    # temporary is 0.8 MB of fresh pages (nan_to_num's made four)
+    np.fmax(sims, 0.0, out=sims)
+    return np.minimum(sims, 1.0, out=sims)
 
 
 def component_dots(matrix: Matrix, vector: Matrix) -> Matrix:

@@ -347,7 +347,8 @@ class UserView:
         """About what the view holds in memory once loaded: its arrays, its rows' text,
         ids and keywords (ROW_BYTES a row beside the text); the records built as
         assemblies read them add RECORD_BYTES each (`records.made`)."""
-        arrays = self.corpus.vectors.nbytes + 8 * (len(COLUMNS) + 1) * len(self.corpus)
+        # the columns, BM25's per-row gains and two `derived` arrays, 8 bytes a row each
+        arrays = self.corpus.vectors.nbytes + 8 * (len(COLUMNS) + 3) * len(self.corpus)
         return arrays + int(self.chars.sum()) + ROW_BYTES * len(self.corpus)
 
     def relevance(
