@@ -130,7 +130,7 @@ def make(
     if relevance is not None and strategy == "scored":
         # the assembler's pool: procedures with any relevance (theirs is truthy)
         pool = live & view.free & visible & ((view.kind != PROCEDURE) | (rel != 0))
-        best = float(np.where(pool, clipped, 0.0).max())  # relevance is >= 0
+        best = float(np.where(pool, clipped, 0.0).max(initial=0.0))  # relevance is >= 0
         above = clipped >= relevance_floor * best
         head = pool & above  # ranked before every other row of the pool
         # assembly rule 4: above the floor by composite, then the rest by relevance;

@@ -7,6 +7,8 @@ import math
 from dataclasses import replace
 from datetime import timedelta
 
+import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -407,3 +409,21 @@ def test_the_pack_names_the_excluded_memories_the_walk_would_have_reached() -> N
     pack = assemble_context(request(**common, memories=shortlist.memories)).pack_data
     dropped = {i["id"] for i in pack["items"] if i["drop_reason"] == "sensitive"}
     assert dropped == {m.id for m in named}
+
+
+@pytest.mark.parametrize("strategy", ["scored", "important"])
+def test_an_empty_view_has_an_empty_shortlist(strategy) -> None:
+    # a user erased or never written: nothing to rank, and no maximum of nothing
+    view = build([], [], [], by_component=True)
+    shortlist = shortlists.make(
+        view,
+        np.zeros(0),
+        strategy=strategy,
+        now=NOW,
+        weights=WEIGHTS,
+        half_life_hours=168.0,
+        relevance_floor=0.8,
+        include_sensitive=False,
+        limit=50,
+    )
+    assert (shortlist.memories, shortlist.episodes, len(shortlist.rest)) == ([], [], 0)
