@@ -45,10 +45,19 @@ def split_memories(
     Other users' memories are in neither list: they must not even appear in the pack.
     An id read twice (the store's read is a union of several queries) counts once.
     """
-    seen: set[str] = set()
+    usable, excluded = split(request.memories, request, seen=set())
+    excluded.sort(key=lambda pair: pair[0].id)
+    return usable, excluded
+
+
+def split(
+    memories: Iterable[MemoryRecord], request: AssemblyInput, *, seen: set[str]
+) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, DropReason]]]:
+    """`split_memories` of these memories, in their order, skipping (and adding to)
+    the ids in `seen`."""
     usable: list[MemoryRecord] = []
     excluded: list[tuple[MemoryRecord, DropReason]] = []
-    for memory in request.memories:
+    for memory in memories:
         if memory.user_id != request.user_id or memory.id in seen:
             continue
         seen.add(memory.id)
@@ -57,7 +66,6 @@ def split_memories(
             usable.append(memory)
         else:
             excluded.append((memory, reason))
-    excluded.sort(key=lambda pair: pair[0].id)
     return usable, excluded
 
 

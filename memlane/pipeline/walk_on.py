@@ -35,7 +35,7 @@ from memlane.pipeline.assembly_parts import (
     pack_item,
     pack_of,
 )
-from memlane.pipeline.assembly_types import AssembledContext, DropReason, PackEvent
+from memlane.pipeline.assembly_types import AssembledContext, PackEvent
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 from memlane.pipeline.scoring import rank
 
@@ -55,17 +55,9 @@ def walk_on(
         return None
     request = walk.request
     user, encoding, style = request.user_id, request.encoding, request.style
+    # the first walk's memories are walked already; the rest split as it split its own
     seen = {m.id for m in walk.usable} | {m.id for m, _ in walk.excluded}
-    usable: list[MemoryRecord] = []
-    excluded: list[tuple[MemoryRecord, DropReason]] = []
-    for memory in memories:
-        if memory.user_id != user or memory.id in seen:
-            continue
-        reason = filters.memory_exclusion(memory, request)
-        if reason is None:
-            usable.append(memory)
-        else:
-            excluded.append((memory, reason))
+    usable, excluded = filters.split(memories, request, seen=seen)
     ranked = rank(
         usable,
         strategy=request.strategy,
