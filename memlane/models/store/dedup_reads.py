@@ -10,7 +10,8 @@ its keywords); the whole rows of those the plan reads (none, most often; one per
 statement at most, or the memories an inserted one contradicts). The first two are sent
 as SQL text for the driver (`exec_driver_sql`, in the session's transaction): they run on
 every store job, and compiled from ORM statements each cost ~0.5 ms more of Python
-(bench/README.md).
+(bench/README.md). The third is a Core statement built once, run on the session's
+connection.
 """
 
 from __future__ import annotations
@@ -49,15 +50,12 @@ def candidates(
     if not ids:
         return []
     words = {memory.id: memory.keywords for memory in may}
-    # A statement that duplicates nothing may contradict hundreds: one array parameter
-    # on PostgreSQL, not as many bound values rendered into the statement.
-    postgres = session.get_bind().dialect.name == "postgresql"
-    wanted = (
-        MemoryRow.id == any_(bindparam("ids", ids, type_=ARRAY(String)))
-        if postgres
-        else MemoryRow.id.in_(ids)
-    )
-    rows = session.execute(select(*record_columns()).where(wanted).order_by(MemoryRow.id)).all()
+    connection = session.connection()
+    # Built once (`_NEEDED`) and run on the session's connection, not built and run
+    # through the ORM session on every call: that cost most of the read, and a lookup
+    # that finds a duplicate pays it, more of them the larger the store (bench/README.md).
+    postgres = connection.dialect.name == "postgresql"
+    rows = connection.execute(_NEEDED[postgres], {"ids": ids}).all()
     return [memory_record(row, words[row[_ID]]) for row in rows]
 
 
@@ -94,6 +92,15 @@ def found(
 
 
 _ID = [column.key for column in record_columns()].index("id")
+# A statement that duplicates nothing may contradict hundreds: one array parameter on
+# PostgreSQL, not as many bound values rendered into the statement.
+_NEEDED = {
+    postgres: select(*record_columns()).where(wanted).order_by(MemoryRow.id)
+    for postgres, wanted in (
+        (True, MemoryRow.id == any_(bindparam("ids", type_=ARRAY(String)))),
+        (False, MemoryRow.id.in_(bindparam("ids", expanding=True))),
+    )
+}
 
 
 class _Sql:
