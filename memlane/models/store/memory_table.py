@@ -19,7 +19,6 @@ Read for speed, since a user's first assembly waits for it (bench/README.md has 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
@@ -28,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import orjson
 from sqlalchemy import (
     BigInteger,
     LargeBinary,
@@ -46,6 +44,7 @@ from sqlalchemy.orm import Session
 
 from memlane.models.pipelined import CompiledRead, compile_read
 from memlane.models.store.memories import stored_record
+from memlane.models.store.memory_columns import MemoryColumns, parse_keywords, sqlite_columns
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.line_bound import runs_of
 from memlane.pipeline.memory_table import MemoryTable
@@ -131,15 +130,8 @@ def _rows(session: Session, user_id: str, postgres: bool) -> list[tuple[Any, ...
 
 
 def _parse(texts: Sequence[str | None]) -> list[list[str]]:
-    """The rows' keyword lists from their JSON texts, in one parse: orjson's (~a third
-    faster than json's at 10k), json's for what orjson refuses (a lone surrogate's
-    escape, which json reads)."""
-    joined = f"[{','.join(text or '[]' for text in texts)}]"
-    try:
-        parsed: list[list[str]] = orjson.loads(joined)
-    except orjson.JSONDecodeError:
-        parsed = json.loads(joined)
-    return parsed
+    """The rows' keyword lists from their JSON texts, in one parse."""
+    return parse_keywords(f"[{','.join(text or '[]' for text in texts)}]")
 
 
 def _micros(values: Sequence[Any], postgres: bool) -> Micros:
@@ -209,12 +201,10 @@ def _vectors(
     return matrix, mask
 
 
-def read(
-    session: Session, user_id: str, *, model: str, dim: int
-) -> tuple[MemoryTable, list[str | None]]:
-    """The user's active memories in id order, with their vectors of `model` (of `dim`),
-    and the embedder of each one's stored vector (None: no vector)."""
-    postgres = session.get_bind().dialect.name == "postgresql"
+def _row_columns(
+    session: Session, user_id: str, postgres: bool, *, model: str, dim: int
+) -> MemoryColumns:
+    """The columns from the rows, a row per memory."""
     rows = sorted(_rows(session, user_id, postgres), key=itemgetter(0))
     (
         ids,
@@ -237,11 +227,64 @@ def read(
         models,
         raws,
     ) = zip(*rows, strict=True) if rows else ((),) * len(_columns(postgres))
-    keywords: list[tuple[str, ...]] = list(map(tuple, _parse(keyword_texts)))
-    expires, created, confirmed = (
-        _micros(values, postgres) for values in (expires_at, created_at, confirmed_at)
-    )
     vectors, with_vectors = _vectors(models, raws, postgres, model=model, dim=dim)
+    return MemoryColumns(
+        ids=ids,
+        contents=contents,
+        categories=categories,
+        importance=importance,
+        confidence=confidence,
+        tiers=tiers,
+        sensitive=sensitive,
+        expires_at=expires_at,
+        keywords=_parse(keyword_texts),
+        access_counts=access_counts,
+        created_at=created_at,
+        confirmed_at=confirmed_at,
+        accessed_at=accessed_at,
+        refs=refs,
+        conversations=conversations,
+        jobs=jobs,
+        evidence=evidence,
+        stored=[
+            of if of and raw is not None else None for of, raw in zip(models, raws, strict=True)
+        ],
+        vectors=vectors,
+        with_vectors=with_vectors,
+    )
+
+
+def read_columns(session: Session, user_id: str, *, model: str, dim: int) -> MemoryColumns:
+    """The user's active memories column by column: on SQLite in one row of aggregates
+    (store/memory_columns.py) unless that read declines, else a row per memory."""
+    postgres = session.get_bind().dialect.name == "postgresql"
+    if not postgres:
+        driver: Any = session.connection().connection.driver_connection
+        columns = sqlite_columns(driver, user_id, model=model, dim=dim)
+        if columns is not None:
+            return columns
+    return _row_columns(session, user_id, postgres, model=model, dim=dim)
+
+
+def read(
+    session: Session, user_id: str, *, model: str, dim: int
+) -> tuple[MemoryTable, list[str | None]]:
+    """The user's active memories in id order, with their vectors of `model` (of `dim`),
+    and the embedder of each one's stored vector (None: no vector)."""
+    postgres = session.get_bind().dialect.name == "postgresql"
+    return table_of(read_columns(session, user_id, model=model, dim=dim), user_id, postgres)
+
+
+def table_of(
+    columns: MemoryColumns, user_id: str, postgres: bool
+) -> tuple[MemoryTable, list[str | None]]:
+    """The table of `columns` (and their stored vectors' embedders)."""
+    c = columns
+    n = len(c.ids)
+    keywords: list[tuple[str, ...]] = list(map(tuple, c.keywords))
+    expires, created, confirmed = (
+        _micros(values, postgres) for values in (c.expires_at, c.created_at, c.confirmed_at)
+    )
     # a record's times from Python ints (numpy's scalars cost more than the record);
     # accessed_at, which ranking does not read, parsed only when a record is built
     times = [expires.tolist(), created.tolist(), confirmed.tolist()]
@@ -250,47 +293,46 @@ def read(
         expires_at, created_at, confirmed_at = (_time(of[row]) for of in times)
         return stored_record(
             {
-                "id": ids[row],
+                "id": c.ids[row],
                 "user_id": user_id,
-                "content": contents[row],
-                "category": categories[row],
-                "importance": importance[row],
-                "confidence": confidence[row],
-                "tier": tiers[row],
+                "content": c.contents[row],
+                "category": c.categories[row],
+                "importance": c.importance[row],
+                "confidence": c.confidence[row],
+                "tier": c.tiers[row],
                 "status": "active",
-                "sensitive": bool(sensitive[row]),
+                "sensitive": bool(c.sensitive[row]),
                 "expires_at": expires_at,
                 "keywords": frozenset(keywords[row]),
-                "access_count": access_counts[row],
+                "access_count": c.access_counts[row],
                 "created_at": created_at,
                 "confirmed_at": confirmed_at,
-                "accessed_at": _stored_time(accessed_at[row], postgres),
-                "ref": refs[row],
-                "source_conversation_id": conversations[row],
-                "source_job_id": jobs[row],
-                "evidence_seq": evidence[row],
+                "accessed_at": _stored_time(c.accessed_at[row], postgres),
+                "ref": c.refs[row],
+                "source_conversation_id": c.conversations[row],
+                "source_job_id": c.jobs[row],
+                "evidence_seq": c.evidence[row],
             }
         )
 
     def column(values: Sequence[Any]) -> npt.NDArray[np.float64]:
-        return np.array(values, dtype=np.float64).reshape(len(rows))
+        return np.array(values, dtype=np.float64).reshape(n)
 
     table = MemoryTable(
-        ids=tuple(ids),
+        ids=tuple(c.ids),
         keywords=keywords,
-        vectors=vectors,
-        with_vectors=with_vectors,
-        importance=column(importance),
-        confidence=column(confidence),
+        vectors=c.vectors,
+        with_vectors=c.with_vectors,
+        importance=column(c.importance),
+        confidence=column(c.confidence),
         stated=_seconds(confirmed),
         created=_seconds(created),
         expires=_seconds(expires),
-        confirmations=column(access_counts),
-        sensitive=np.array(sensitive, dtype=np.bool_).reshape(len(rows)),
-        free=np.fromiter((tier == "candidate" for tier in tiers), np.bool_, len(rows)),
-        chars=np.fromiter(map(len, contents), np.float64, len(rows)),
-        runs=runs_of(contents),
+        confirmations=column(c.access_counts),
+        sensitive=np.array(c.sensitive, dtype=np.bool_).reshape(n),
+        free=np.fromiter((tier == "candidate" for tier in c.tiers), np.bool_, n),
+        chars=np.fromiter(map(len, c.contents), np.float64, n),
+        runs=runs_of(c.contents),
         record=record,
     )
-    stored = [of if of and raw is not None else None for of, raw in zip(models, raws, strict=True)]
-    return table, stored
+    return table, list(c.stored)
