@@ -279,60 +279,73 @@ def table_of(
     columns: MemoryColumns, user_id: str, postgres: bool
 ) -> tuple[MemoryTable, list[str | None]]:
     """The table of `columns` (and their stored vectors' embedders)."""
-    c = columns
-    n = len(c.ids)
-    keywords: list[tuple[str, ...]] = list(map(tuple, c.keywords))
+    n = len(columns.ids)
+
+    def column(values: Sequence[Any], dtype: Any = np.float64) -> npt.NDArray[Any]:
+        return np.array(values, dtype=dtype).reshape(n)
+
+    keywords: list[tuple[str, ...]] = list(map(tuple, columns.keywords))
     expires, created, confirmed = (
-        _micros(values, postgres) for values in (c.expires_at, c.created_at, c.confirmed_at)
+        _micros(values, postgres)
+        for values in (columns.expires_at, columns.created_at, columns.confirmed_at)
     )
-    # a record's times from Python ints (numpy's scalars cost more than the record);
-    # accessed_at, which ranking does not read, parsed only when a record is built
-    times = [expires.tolist(), created.tolist(), confirmed.tolist()]
+    importance, confidence = column(columns.importance), column(columns.confidence)
+    sensitive = column(columns.sensitive, np.bool_)
+    counts, refs = column(columns.access_counts, np.int64), column(columns.refs, np.int64)
+    # What a record needs beyond the arrays, and only that, is kept: every container the
+    # view keeps is walked by the collector's next young collection, which the first
+    # assembly pays (~10 ms at 10k). A record reads the arrays' values with `item`, as
+    # Python's own floats, ints and bools (numpy's scalars cost more than the record);
+    # accessed_at, which ranking does not read, is parsed only when a record is built.
+    ids, contents, categories, tiers = (
+        columns.ids,
+        columns.contents,
+        columns.categories,
+        columns.tiers,
+    )
+    accessed_at, conversations = columns.accessed_at, columns.conversations
+    jobs, evidence = columns.jobs, columns.evidence
 
     def record(row: int) -> MemoryRecord:
-        expires_at, created_at, confirmed_at = (_time(of[row]) for of in times)
         return stored_record(
             {
-                "id": c.ids[row],
+                "id": ids[row],
                 "user_id": user_id,
-                "content": c.contents[row],
-                "category": c.categories[row],
-                "importance": c.importance[row],
-                "confidence": c.confidence[row],
-                "tier": c.tiers[row],
+                "content": contents[row],
+                "category": categories[row],
+                "importance": importance.item(row),
+                "confidence": confidence.item(row),
+                "tier": tiers[row],
                 "status": "active",
-                "sensitive": bool(c.sensitive[row]),
-                "expires_at": expires_at,
+                "sensitive": sensitive.item(row),
+                "expires_at": _time(expires.item(row)),
                 "keywords": frozenset(keywords[row]),
-                "access_count": c.access_counts[row],
-                "created_at": created_at,
-                "confirmed_at": confirmed_at,
-                "accessed_at": _stored_time(c.accessed_at[row], postgres),
-                "ref": c.refs[row],
-                "source_conversation_id": c.conversations[row],
-                "source_job_id": c.jobs[row],
-                "evidence_seq": c.evidence[row],
+                "access_count": counts.item(row),
+                "created_at": _time(created.item(row)),
+                "confirmed_at": _time(confirmed.item(row)),
+                "accessed_at": _stored_time(accessed_at[row], postgres),
+                "ref": refs.item(row),
+                "source_conversation_id": conversations[row],
+                "source_job_id": jobs[row],
+                "evidence_seq": evidence[row],
             }
         )
 
-    def column(values: Sequence[Any]) -> npt.NDArray[np.float64]:
-        return np.array(values, dtype=np.float64).reshape(n)
-
     table = MemoryTable(
-        ids=tuple(c.ids),
+        ids=tuple(ids),
         keywords=keywords,
-        vectors=c.vectors,
-        with_vectors=c.with_vectors,
-        importance=column(c.importance),
-        confidence=column(c.confidence),
+        vectors=columns.vectors,
+        with_vectors=columns.with_vectors,
+        importance=importance,
+        confidence=confidence,
         stated=_seconds(confirmed),
         created=_seconds(created),
         expires=_seconds(expires),
-        confirmations=column(c.access_counts),
-        sensitive=np.array(c.sensitive, dtype=np.bool_).reshape(n),
-        free=np.fromiter((tier == "candidate" for tier in c.tiers), np.bool_, n),
-        chars=np.fromiter(map(len, c.contents), np.float64, n),
-        runs=runs_of(c.contents),
+        confirmations=counts.astype(np.float64),
+        sensitive=sensitive,
+        free=np.fromiter((tier == "candidate" for tier in tiers), np.bool_, n),
+        chars=np.fromiter(map(len, contents), np.float64, n),
+        runs=runs_of(contents),
         record=record,
     )
-    return table, list(c.stored)
+    return table, list(columns.stored)
