@@ -5,6 +5,7 @@ the row read to serve, where a float would not come back exactly."""
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -143,3 +144,24 @@ def test_a_float_the_aggregate_cannot_carry_leaves_the_row_read_to_serve(
     assert fast is None
     _same(read, rows)
     assert odd.hex() in {value.hex() for value in [*read.importance, *read.confidence]}
+
+
+def test_a_user_past_sqlites_longest_value_is_left_to_the_row_read(sqlite_url: str) -> None:
+    # given a user whose vectors joined are longer than the connection allows
+    _store(sqlite_url, "u1", [(0.5, 0.5)] * 20)
+    embedder = get_embedder(load_settings(database_url=sqlite_url))
+    of = {"model": embedder.name, "dim": embedder.dim}
+    with unit_of_work(sqlite_url) as session:
+        driver = session.connection().connection.driver_connection
+        limit = driver.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 8 * embedder.dim)
+        try:
+            # when the user is read
+            fast = sqlite_columns(driver, "u1", **of)
+            read = memory_table.read_columns(session, "u1", **of)
+        finally:
+            driver.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
+        rows = memory_table._row_columns(session, "u1", False, **of)
+    # then the aggregate read declines, and the row read serves them whole
+    assert fast is None
+    _same(read, rows)
+    assert int(read.with_vectors.sum()) > 2

@@ -29,6 +29,7 @@ read sorts them.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
@@ -113,12 +114,18 @@ def parse_keywords(joined: str) -> list[list[str]]:
 
 def sqlite_columns(driver: Any, user_id: str, *, model: str, dim: int) -> MemoryColumns | None:
     """The user's active memories read on a sqlite3 connection in one row of
-    aggregates; None when there are none or a float would not come back exactly (module
-    docstring): the row read serves those."""
+    aggregates; None when there are none, a float would not come back exactly (module
+    docstring) or an aggregate would be longer than SQLite allows: the row read serves
+    those."""
     given = {"model": model, "size": 4 * dim, "user_id": user_id}
     cursor = driver.cursor()
     try:
         row = cursor.execute(_SQL, given).fetchone()
+    except sqlite3.DataError:
+        # an aggregate past SQLite's longest string or blob (SQLITE_LIMIT_LENGTH, 1 GB
+        # by default: ~650k memories with 384-dimension vectors); its rows, one at a
+        # time, are not
+        return None
     finally:
         cursor.close()
     *texts, usable, joined, count, inexact = row
