@@ -2,8 +2,10 @@
 what the working set loads a user's memories with (store/user_items.py).
 
 Read for speed, since a user's first assembly waits for it (bench/README.md has the figures):
-- no record per row: the table keeps the columns, and a memory's record is built when an
-  assembly first reads it;
+- on SQLite the columns in one row of aggregates (store/memory_columns.py), a row per
+  memory only where that read declines;
+- no record per row: the table keeps the columns a record needs, and a memory's record
+  is built when an assembly first reads it;
 - times as integer microseconds since the epoch (PostgreSQL's `extract`, exact; SQLite's
   text parsed by numpy at once), so the score's epoch seconds are one division, the
   value `datetime.timestamp()` gives;
