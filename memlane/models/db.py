@@ -18,6 +18,7 @@ _engines: dict[tuple[str, bool, bool], Engine] = {}
 # sessionmaker builds a Session subclass and its event dispatch anew each time: a third
 # of an empty unit of work's CPU when it was built per unit of work
 _factories: dict[tuple[str, bool], sessionmaker[Session]] = {}
+_autocommit_factories: dict[str, sessionmaker[Session]] = {}
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -92,6 +93,7 @@ def dispose_engines() -> None:
             engine.dispose(close=False)
         _engines.clear()
         _factories.clear()
+        _autocommit_factories.clear()
 
 
 def session_factory(url: str, *, pre_ping: bool = True) -> sessionmaker[Session]:
@@ -129,6 +131,37 @@ def read_unit(url: str, read: Callable[[Session], _T]) -> _T:
         try:
             with session.begin():
                 return read(session)
+        except DBAPIError as exc:
+            if attempt == 2 or not exc.connection_invalidated:
+                raise
+        finally:
+            session.close()
+    raise AssertionError("unreachable")
+
+
+def one_statement(url: str, work: Callable[[Session], _T]) -> _T:
+    """Run `work`, which sends one statement (then perhaps a read), each statement a
+    transaction of its own: on PostgreSQL on a pooled autocommit connection without the
+    pre-ping, since BEGIN, the ping and COMMIT were three of a one-statement unit of
+    work's four round trips (bench/README.md). A connection the server dropped (a restart)
+    fails the statement, and `work` runs once more on a fresh one: the failed attempt
+    wrote nothing, unless the server went down between its commit and its answer, and then
+    the second finds its write done, as a redelivered task would. On SQLite, where `work`
+    may send more than one statement, a unit of work."""
+    if url.startswith("sqlite"):
+        with unit_of_work(url) as session:
+            return work(session)
+    factory = _autocommit_factories.get(url)
+    if factory is None:
+        engine = autocommit_engine(url)
+        with _lock:
+            factory = _autocommit_factories.setdefault(
+                url, sessionmaker(engine, expire_on_commit=False)
+            )
+    for attempt in (1, 2):
+        session = factory()
+        try:
+            return work(session)
         except DBAPIError as exc:
             if attempt == 2 or not exc.connection_invalidated:
                 raise

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from sqlalchemy.orm import Session
+
 from memlane.config.settings import Settings
-from memlane.models.db import unit_of_work
+from memlane.models.db import one_statement, unit_of_work
 from memlane.models.store import (
     changes,
     context_items,
@@ -75,20 +77,24 @@ def _describe(exc: BaseException) -> str:
 def run_extract(job_id: str, settings: Settings) -> StageOutcome:
     url = settings.resolved_database_url
     now = utcnow()
-    with unit_of_work(url) as session:
-        claimed = job_windows.claim_with_texts(
+    # The claim and the hand-over are one statement each (on PostgreSQL), so neither
+    # needs a transaction of its own (db.one_statement).
+    claimed = one_statement(
+        url,
+        lambda session: job_windows.claim_with_texts(
             session, job_id, now=now, stale_after=_stale(settings)
-        )
-        if claimed is None:
-            return StageOutcome("skipped")
-        job, messages = claimed
-        attempts = job.attempts
-        window = ExtractionWindow(
-            conversation_id=job.conversation_id,
-            user_id=job.user_id,
-            messages=messages,
-            new_from_seq=job.new_from_seq,
-        )
+        ),
+    )
+    if claimed is None:
+        return StageOutcome("skipped")
+    job, messages = claimed
+    attempts = job.attempts
+    window = ExtractionWindow(
+        conversation_id=job.conversation_id,
+        user_id=job.user_id,
+        messages=messages,
+        new_from_seq=job.new_from_seq,
+    )
 
     started = time.perf_counter()
     try:
@@ -126,12 +132,14 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
         return _fail(settings, job_id, exc)
 
     latency_ms = (time.perf_counter() - started) * 1000
-    with unit_of_work(url) as session:
-        model, tokens_in, tokens_out, cost = usage
+    model, tokens_in, tokens_out, cost = usage
+    extracted = extraction.model_dump(mode="json")
+
+    def hand_over(session: Session) -> StageOutcome:
         handed_over = jobs.extracted(
             session,
             job_id,
-            extraction=extraction.model_dump(mode="json"),
+            extraction=extracted,
             model=model,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
@@ -139,11 +147,13 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
             latency_ms=round(latency_ms, 3),
             now=utcnow(),
         )
-        if not handed_over:
-            if session.get(Job, job_id) is None:
-                return StageOutcome("skipped", detail=GONE)
-            return StageOutcome("skipped", detail="another worker finished this stage")
-    return StageOutcome("store")
+        if handed_over:
+            return StageOutcome("store")
+        if session.get(Job, job_id) is None:
+            return StageOutcome("skipped", detail=GONE)
+        return StageOutcome("skipped", detail="another worker finished this stage")
+
+    return one_statement(url, hand_over)
 
 
 def run_store(job_id: str, settings: Settings) -> StageOutcome:
