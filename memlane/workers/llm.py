@@ -4,6 +4,11 @@ litellm costs seconds and a large share of memory to import (bench/README.md), s
 imported lazily, on the first call, never by the assembly path or the CLI. Retries are the
 task's job (with `compute_backoff`), so litellm and the OpenAI SDK under it are told not
 to retry on their own.
+
+For an OpenAI-compatible endpoint (provider `openai`, with MEMLANE_LLM_API_BASE and a key)
+litellm is handed one OpenAI client per process and endpoint (`openai_client`), built
+once on litellm's own HTTP client (its SSL and proxy settings), instead of looking up its
+client cache on every call (bench/README.md).
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlane.pipeline.backoff import parse_retry_after
 from memlane.pipeline.errors import ExtractionError
@@ -22,6 +28,9 @@ from memlane.pipeline.extract import parse_extraction
 from memlane.pipeline.prompts import build_extraction_messages
 from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.errors import PermanentProviderError, TransientProviderError
+
+if TYPE_CHECKING:
+    import openai
 
 _CONNECTION_FAILED = "Connection error."  # what openai's client says when no answer came
 
@@ -78,6 +87,7 @@ def call_extraction_llm(
             messages=messages,
             api_base=api_base,
             api_key=api_key,
+            client=openai_client(model, api_base, api_key),
             timeout=timeout_s,
             response_format={"type": "json_object"},
             temperature=0,
@@ -106,6 +116,36 @@ def call_extraction_llm(
         cost_usd=_cost(litellm, response),
         latency_ms=latency_ms,
         dropped=list(parsed.dropped),
+    )
+
+
+def openai_client(model: str, api_base: str | None, api_key: str | None) -> openai.OpenAI | None:
+    """The process's OpenAI client for `model` at `api_base`, or None (litellm then picks
+    its client itself): only for models litellm serves through its OpenAI provider, with an
+    explicit endpoint and key, so the client addresses what litellm would."""
+    if api_base is None or api_key is None or _provider(model, api_base) != "openai":
+        return None
+    return _openai_client(api_base, api_key)
+
+
+@cache
+def _provider(model: str, api_base: str) -> str:
+    return str(load_litellm().get_llm_provider(model=model, api_base=api_base)[1])
+
+
+@cache
+def _openai_client(api_base: str, api_key: str) -> openai.OpenAI:
+    import openai  # a dependency of litellm, already loaded whenever this runs
+    from litellm.llms.openai.common_utils import BaseOpenAILLM
+
+    # No retries of its own (see the module's docstring); the timeout is litellm's, per call.
+    # The HTTP client is the one litellm builds for its own OpenAI clients (an httpx one,
+    # which openai's SDK, typed for httpx2's, adapts).
+    return openai.OpenAI(
+        api_key=api_key,
+        base_url=api_base,
+        max_retries=0,
+        http_client=BaseOpenAILLM.get_sync_http_client(),  # type: ignore[arg-type]
     )
 
 

@@ -21,7 +21,7 @@ from memlane.pipeline.records import (
 )
 from memlane.workers.embedders import LiteLLMEmbedder
 from memlane.workers.errors import PermanentProviderError, TransientProviderError
-from memlane.workers.llm import call_extraction_llm, load_litellm
+from memlane.workers.llm import call_extraction_llm, load_litellm, openai_client
 from tests.llm_stub import LLMStub, malformed, ok, status, stub_vector, timeout
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -155,6 +155,30 @@ def test_a_timeout_is_transient(stub, window) -> None:
 
     assert time.monotonic() - started < 3.0  # one attempt, no silent retries
     assert len(stub.requests) == 1
+
+
+def test_an_openai_compatible_endpoint_is_called_through_one_client_per_process(
+    stub, window
+) -> None:
+    stub.script([ok([PREFERENCE], EPISODE), ok([PREFERENCE], EPISODE)])
+
+    client = openai_client("openai/stub-model", stub.base_url, "x")
+    call(stub, window)
+    call(stub, window)
+
+    assert client is not None and client.max_retries == 0  # retries are the task's
+    assert openai_client("openai/stub-model", stub.base_url, "x") is client
+    assert openai_client("openai/other-model", stub.base_url, "x") is client
+    assert openai_client("openai/stub-model", stub.base_url, "y") is not client
+    assert len(stub.requests) == 2
+
+
+def test_other_providers_and_unset_endpoints_leave_the_client_to_litellm(litellm_module) -> None:
+    base = "http://127.0.0.1:9/v1"
+    assert openai_client("anthropic/claude-3-haiku-20240307", base, "x") is None
+    assert openai_client("hosted_vllm/some-model", base, "x") is None
+    assert openai_client("openai/gpt-4o-mini", None, "x") is None  # litellm's default endpoint
+    assert openai_client("openai/stub-model", base, None) is None  # litellm's key lookup
 
 
 def test_an_unreachable_server_is_transient(window, litellm_module) -> None:
