@@ -124,14 +124,22 @@ def assemble_from_view(
 
 
 def _least_tokens(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -> FloatArray:
-    """Each row's line's least tokens (pipeline.line_bound: its text's runs and its
-    kind's least markup), the same for every query to a view: computed once per
-    encoding and style (over a 100k user's rows not walked, per query, it cost ~0.7 ms)."""
+    """Each row's line's least tokens (pipeline.line_bound: its text's runs, its kind's
+    least markup and what its ref and date add to that), the same for every query to a
+    view: computed once per encoding and style (over a 100k user's rows not walked, per
+    query, it cost ~0.7 ms). The ref and date took a new question's walk on at 10k from
+    ~700 lines counted to ~100 (bench/README.md)."""
     key = ("least tokens", encoding, style)
     least = view.derived.get(key)
     if least is None:  # threads racing here store equal arrays
         floors = [line_bound.floor(encoding, style, _KINDS[kind]) for kind in sorted(_KINDS)]
-        least = view.runs + np.array([*floors, 0.0])[view.kind]  # a dead row's kind is -1
+        dated = [kind for kind in _KINDS if line_bound.dated(style, _KINDS[kind])]
+        dates = np.where(np.isin(view.kind, dated), view.created, np.nan)
+        least = (
+            view.runs
+            + np.array([*floors, 0.0])[view.kind]  # a dead row's kind is -1
+            + line_bound.markup_extra(encoding, view.ref, dates)
+        )
         view.derived[key] = least
     return least
 

@@ -26,6 +26,16 @@ and empty names). The run starts counted are those of the content alone (a proce
 compact line puts its name and `: ` before it, an episode's the outcome after the
 summary: more runs, never fewer). Any other encoding: no bound (0), so the exact walk
 walks every item.
+
+A row's own markup adds to that floor (`markup_extra`): its ref's digits and its date's
+year (a 10k user's refs and this century's years have four digits) are made of as many
+pieces as the pattern makes of that many digits alone (they sit between `="`, a space
+and `"`, none a digit or a letter), at least a token each, where the floor's variant with
+the same band, month and a one-digit day, ref and year has one one-token piece for each.
+So a ref of d digits adds pieces(d) − 1 tokens for sure, a year of four digits
+pieces(4) − 1 (o200k_base and cl100k_base cut digits in threes: 1 each; p50k_base
+keeps them whole: 0); rows gain tokens of the bound, never a margin of error (a year
+near 1000 or 9999, a row without a ref: nothing added).
 """
 
 from __future__ import annotations
@@ -156,6 +166,48 @@ def floor(encoding: tiktoken.Encoding, style: fmt.Style, kind: str) -> int:
         )
         least = tokens if least is None else min(least, tokens)
     return least or 0
+
+
+# epoch seconds of 1001-01-01 and 9998-12-31 (UTC): a time between is dated in a year
+# of four digits, whatever the float's rounding
+_FOUR_DIGIT_YEARS = (
+    datetime(1001, 1, 1, tzinfo=UTC).timestamp(),
+    datetime(9998, 12, 31, tzinfo=UTC).timestamp(),
+)
+_REF_DIGITS = 19  # refs are below 10**18: a float column holds them exactly
+
+
+@lru_cache(maxsize=64)
+def _digit_extra(encoding: tiktoken.Encoding) -> npt.NDArray[np.float64]:
+    """[d]: the pieces the pattern makes of d digits beyond one (0 for no digits)."""
+    pattern = encoding._pat_str
+    return np.array(
+        [0.0, *(len(regex.findall(pattern, "1" * d)) - 1.0 for d in range(1, _REF_DIGITS + 1))]
+    )
+
+
+def markup_extra(
+    encoding: tiktoken.Encoding,
+    refs: npt.NDArray[np.float64],
+    dates: npt.NDArray[np.float64],
+) -> npt.NDArray[np.float64]:
+    """The tokens each row's line costs for sure beyond `floor` and its runs (module
+    docstring): `refs` the rows' refs (NaN: none), `dates` the epoch seconds of the date
+    their line shows (NaN: none). Zeros for an encoding of unknown pattern."""
+    if not known(encoding):
+        return np.zeros(len(refs))
+    extra = _digit_extra(encoding)
+    digits = np.zeros(len(refs), dtype=np.intp)
+    with np.errstate(invalid="ignore"):  # NaN compares false: no digits, no year
+        for d in range(_REF_DIGITS):
+            digits += refs >= 10**d
+        four = (dates >= _FOUR_DIGIT_YEARS[0]) & (dates < _FOUR_DIGIT_YEARS[1])
+    return extra[digits] + np.where(four, extra[4], 0.0)
+
+
+def dated(style: fmt.Style, kind: str) -> bool:
+    """Whether a line of `kind` in `style` shows a date (its item's created_at)."""
+    return style == "default" and kind in ("memory", "episode")
 
 
 def known(encoding: tiktoken.Encoding) -> bool:

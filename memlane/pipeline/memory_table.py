@@ -46,6 +46,7 @@ class MemoryTable:
     free: BoolArray  # candidate tier
     chars: FloatArray  # characters of the content
     runs: FloatArray  # run starts of the content (pipeline.line_bound)
+    refs: FloatArray  # ref, NaN when none
     record: Callable[[int], MemoryRecord]
 
     def __len__(self) -> int:
@@ -87,6 +88,7 @@ class MemoryTable:
             free=np.asarray([m.tier == "candidate" for m in rows], dtype=np.bool_).reshape(n),
             chars=column([len(m.content) for m in rows]),
             runs=column([runs(m.content) for m in rows]),
+            refs=column([math.nan if m.ref is None else m.ref for m in rows]),
             record=rows.__getitem__,
         )
 

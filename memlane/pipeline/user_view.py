@@ -68,7 +68,7 @@ def _corpus_item(record: Record, vectors: Vectors) -> CorpusItem:
 
 
 # What a removed item's row is left with: nothing ranks it.
-_DEAD = {"free": 0, "kind": -1, "chars": 0, "runs": 0}
+_DEAD = {"free": 0, "kind": -1, "chars": 0, "runs": 0, "ref": math.nan}
 
 # What a view holds beside its arrays, measured with tracemalloc on loaded views of 1k,
 # 10k and 100k memories (bench/README.md): ~1,750 bytes a row beside its text (ids,
@@ -90,6 +90,7 @@ COLUMNS = (
     "kind",
     "chars",
     "runs",
+    "ref",
 )
 
 
@@ -127,6 +128,7 @@ def _memory_columns(table: MemoryTable) -> dict[str, npt.NDArray[np.float64]]:
         "kind": np.full(len(table), float(MEMORY)),
         "chars": table.chars,
         "runs": table.runs,
+        "ref": table.refs,
     }
 
 
@@ -146,6 +148,7 @@ def _row(record: Record) -> tuple[float, ...]:
             MEMORY,
             len(record.content),
             runs(record.content),
+            _ref(record),
         )
     created = epoch(record.created_at)
     return (
@@ -160,7 +163,12 @@ def _row(record: Record) -> tuple[float, ...]:
         _kind(record),
         _chars(record),
         _runs(record),
+        _ref(record),
     )
+
+
+def _ref(record: Record) -> float:
+    return math.nan if record.ref is None else record.ref
 
 
 def _epoch_or_never(moment: datetime | None) -> float:
@@ -195,6 +203,7 @@ class UserView:
     kind: npt.NDArray[np.int8]  # MEMORY, EPISODE or PROCEDURE
     chars: FloatArray  # characters of the item's text, for its line's estimated tokens
     runs: FloatArray  # run starts of its text, for its line's least tokens (line_bound)
+    ref: FloatArray  # the item's ref, NaN when none: its line's id (line_bound.markup_extra)
     # Each row's line tokens by (encoding, style), NaN until pipeline.exact_walk counts
     # them (a row's line does not change while its record does not): written by
     # assemblies, a row at a time, each writing the same value.

@@ -3,9 +3,12 @@ content, ref, date, importance and name, in every style and known encoding."""
 
 from __future__ import annotations
 
+import math
 import sys
 from datetime import UTC, datetime
 
+import numpy as np
+import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,10 +53,30 @@ def test_the_least_cost_of_a_line_is_at_most_its_tokens(
         "episode": fmt.episode_line(talk, style),
         "procedure": fmt.procedure_line(steps, style),
     }
+    refs = np.array([math.nan if ref is None else ref], dtype=np.float64)
     for encoding in ENCODINGS:
         for kind, line in lines.items():
+            date = when.timestamp() if line_bound.dated(style, kind) else math.nan
             least = line_bound.floor(encoding, style, kind) + line_bound.runs(content)
+            least += line_bound.markup_extra(encoding, refs, np.array([date]))[0]
             assert least <= len(encoding.encode_ordinary(line)), (kind, line)
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_four_digit_refs_and_years_add_a_token_each_where_digits_are_cut_in_threes(
+    name,
+) -> None:
+    encoding = get_encoding(name)
+    refs = np.array([7.0, 999.0, 1000.0, 5445.0, 1234567.0, math.nan])
+    no_date = np.full(len(refs), math.nan)
+    assert line_bound.markup_extra(encoding, refs, no_date).tolist() == [0, 0, 1, 1, 2, 0]
+    dates = np.array([datetime(year, 1, 1, tzinfo=UTC).timestamp() for year in (999, 2024)])
+    assert line_bound.markup_extra(encoding, np.full(2, math.nan), dates).tolist() == [0, 1]
+
+
+def test_digits_kept_whole_add_nothing() -> None:
+    p50k = get_encoding("p50k_base")
+    assert not line_bound.markup_extra(p50k, np.array([123456.0]), np.array([0.0])).any()
 
 
 def test_a_run_start_is_never_whitespace_to_the_tokenisers() -> None:

@@ -348,6 +348,7 @@ def table_of(
         free=np.fromiter((tier == "candidate" for tier in tiers), np.bool_, n),
         chars=np.fromiter(map(len, contents), np.float64, n),
         runs=runs_of(contents),
+        refs=refs.astype(np.float64),
         record=record,
     )
     return table, list(columns.stored)
