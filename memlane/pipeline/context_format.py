@@ -140,6 +140,13 @@ def memory_line(memory: MemoryRecord, style: Style = "default") -> str:
     )
 
 
+def memory_line_of(
+    ref: int | None, full_id: str, importance: float, created: datetime, content: str, style: Style
+) -> str:
+    """`memory_line` of a memory of these fields, without its record."""
+    return _memory_line(ref, full_id, importance, created, content, style)
+
+
 # The assembler renders the same memories call after call; rendering is most of its
 # cost, so lines are cached by the fields they are made of (a hit costs one lookup).
 @lru_cache(maxsize=65_536)

@@ -183,7 +183,7 @@ def _taken(
             row = int(rows[at])
             line = float(counts[row])
             if line != line:  # not counted yet (NaN)
-                line = counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
+                line = counts[row] = len(encoding.encode_ordinary(_counted_line(view, row, style)))
             kind = int(view.kind[row])
             cost = int(line) + (0 if kind in used else _section_tokens(encoding, _SECTIONS[kind]))
             if cost <= room:
@@ -268,7 +268,7 @@ def _line_tokens(
     the bound lets through is likely to be let through again."""
     counts = _counts(view, encoding, style)
     for row in rows[np.isnan(counts[rows])].tolist():
-        counts[row] = len(encoding.encode_ordinary(_line(view.records[row], style)))
+        counts[row] = len(encoding.encode_ordinary(_counted_line(view, row, style)))
     return counts[rows]
 
 
@@ -278,6 +278,16 @@ def _counts(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -> Fl
     if counts is None:
         counts = view.line_tokens.setdefault((encoding, style), np.full(len(view.corpus), np.nan))
     return counts
+
+
+def _counted_line(view: UserView, row: int, style: fmt.Style) -> str:
+    """Row's line, as `_line` renders its record, without building a memory's record
+    (LazyRecords.line_fields): of a new question's ~100-500 lines counted, a few are
+    taken."""
+    of = view.records.line_fields(row)
+    if isinstance(of, tuple):
+        return fmt.memory_line_of(*of, style)
+    return _line(of, style)
 
 
 def _line(record: Record, style: fmt.Style) -> str:

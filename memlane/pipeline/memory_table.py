@@ -24,13 +24,17 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 Vectors = tuple[str, VectorLike] | None  # (embedder, vector) of an item, or None
 Record = MemoryRecord | EpisodeRecord | Procedure
+# What a memory's line shows (context_format.memory_line): ref, id, importance,
+# created_at, content
+LineFields = tuple[int | None, str, float, datetime, str]
 
 
 @dataclass(frozen=True, slots=True)
 class MemoryTable:
     """Row i is memory `ids[i]`. Times are epoch seconds (`datetime.timestamp()`'s
     value); `vectors[i]` is its vector of the table's embedder where `with_vectors[i]`,
-    zeros elsewhere; `record(i)` builds its record."""
+    zeros elsewhere; `record(i)` builds its record, `line_fields(i)` reads what its line
+    shows without one."""
 
     ids: tuple[str, ...]
     keywords: Sequence[Collection[str]]
@@ -48,6 +52,7 @@ class MemoryTable:
     runs: FloatArray  # run starts of the content (pipeline.line_bound)
     refs: FloatArray  # ref, NaN when none
     record: Callable[[int], MemoryRecord]
+    line_fields: Callable[[int], LineFields]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -90,28 +95,39 @@ class MemoryTable:
             runs=column([runs(m.content) for m in rows]),
             refs=column([math.nan if m.ref is None else m.ref for m in rows]),
             record=rows.__getitem__,
+            line_fields=lambda i: _line_fields(rows[i]),
         )
+
+
+def _line_fields(m: MemoryRecord) -> LineFields:
+    return m.ref, m.id, m.importance, m.created_at, m.content
 
 
 class LazyRecords:
     """The records of a view's rows: row i's is `make(i)`, built on first use and kept,
     unless it was given (`with_rows`). Reads from several threads may build a record
-    twice; both are equal and either is kept.
+    twice; both are equal and either is kept. `line_fields(row)` reads what a row's line
+    shows without building its record, where `make` would build it.
 
     Held in chunks of CHUNK rows: a patched copy shares every chunk it does not write
     (copying a 100k user's list on each change cost ~0.3 ms of it), and a record built
     in a shared chunk serves every view sharing it (their rows there are the same)."""
 
     CHUNK = 1024
-    __slots__ = ("_chunks", "_length", "_made", "_make")
+    __slots__ = ("_chunks", "_fields", "_length", "_made", "_make")
 
     def __init__(
-        self, built: list[Record | None], make: Callable[[int], Record] | None, made: int = 0
+        self,
+        built: list[Record | None],
+        make: Callable[[int], Record] | None,
+        made: int = 0,
+        line_fields: Callable[[int], LineFields] | None = None,
     ) -> None:
         size = self.CHUNK
         self._chunks = [built[at : at + size] for at in range(0, len(built), size)]
         self._length = len(built)
         self._make = make
+        self._fields = line_fields
         self._made = made  # records built or given since the view was loaded, about
 
     @property
@@ -135,6 +151,17 @@ class LazyRecords:
             self._made += 1
         return record
 
+    def line_fields(self, row: int) -> Record | LineFields:
+        """Row's record if it is built or given, else what its line shows, read where
+        its record would be built from (most rows an exact walk counts are never taken:
+        their record would cost more than their line and its count)."""
+        if not 0 <= row < self._length:
+            raise IndexError(row)
+        record = self._chunks[row // self.CHUNK][row % self.CHUNK]
+        if record is None and self._fields is not None:
+            return self._fields(row)
+        return self[row]
+
     def __iter__(self) -> Iterator[Record]:
         return (self[row] for row in range(self._length))
 
@@ -143,7 +170,7 @@ class LazyRecords:
         left as it was (a caller may still be ranking with it): the chunks written are
         copied, the others shared."""
         size = self.CHUNK
-        copy = type(self)([], self._make, self._made + len(rows))
+        copy = type(self)([], self._make, self._made + len(rows), self._fields)
         chunks = list(self._chunks)
         own: set[int] = set()  # chunks of the copy's own
         if length > self._length:

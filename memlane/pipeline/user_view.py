@@ -272,7 +272,9 @@ class UserView:
         n = len(memories)
         mine, theirs = _memory_columns(memories), _columns(others)
         columns = {name: np.concatenate([mine[name], theirs[name]]) for name in COLUMNS}
-        records = LazyRecords([*([None] * n), *others], memories.record)
+        records = LazyRecords(
+            [*([None] * n), *others], memories.record, line_fields=memories.line_fields
+        )
         return cls._of(records, tuple(soul_blocks), corpus, columns)
 
     @classmethod

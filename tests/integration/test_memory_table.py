@@ -31,6 +31,7 @@ ARRAYS = (
     "free",
     "chars",
     "runs",
+    "refs",
 )
 
 
@@ -87,6 +88,10 @@ def test_the_column_read_holds_what_the_row_read_holds(db_url: str) -> None:
     # then they hold the same memories, records and columns
     assert table.ids == tuple(sorted(m.id for m in added if m.id != added[1].id))
     assert [table.record(i) for i in range(len(table))] == records
+    # what a line shows is read without a record, as the record holds it
+    assert [table.line_fields(i) for i in range(len(table))] == [
+        (m.ref, m.id, m.importance, m.created_at, m.content) for m in records
+    ]
     assert all(
         moment.tzinfo is UTC
         for i in range(len(table))

@@ -49,7 +49,7 @@ from memlane.models.store.memories import stored_record
 from memlane.models.store.memory_columns import MemoryColumns, parse_keywords, sqlite_columns
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.line_bound import runs_of
-from memlane.pipeline.memory_table import MemoryTable
+from memlane.pipeline.memory_table import LineFields, MemoryTable
 from memlane.pipeline.records import MemoryRecord
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -333,6 +333,12 @@ def table_of(
             }
         )
 
+    def line_fields(row: int) -> LineFields:
+        # what a memory's line shows, without its record (pipeline.exact_walk)
+        created_at = _time(created.item(row))
+        assert created_at is not None  # a stored memory always has one
+        return refs.item(row), ids[row], importance.item(row), created_at, contents[row]
+
     table = MemoryTable(
         ids=tuple(ids),
         keywords=keywords,
@@ -350,5 +356,6 @@ def table_of(
         runs=runs_of(contents),
         refs=refs.astype(np.float64),
         record=record,
+        line_fields=line_fields,
     )
     return table, list(columns.stored)
