@@ -31,7 +31,7 @@ import tiktoken
 from memlane.pipeline import context_format as fmt
 from memlane.pipeline import line_bound, shortlists, walk_rows
 from memlane.pipeline.assembly import assemble_context, pool_key
-from memlane.pipeline.assembly_parts import Entry, Walk
+from memlane.pipeline.assembly_parts import Entry, Walk, count_line
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput, ItemSection
 from memlane.pipeline.memory_table import Record
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
@@ -183,7 +183,7 @@ def _taken(
             row = int(rows[at])
             line = float(counts[row])
             if line != line:  # not counted yet (NaN)
-                line = counts[row] = len(encoding.encode_ordinary(_counted_line(view, row, style)))
+                line = counts[row] = count_line(encoding, _counted_line(view, row, style))
             kind = int(view.kind[row])
             cost = int(line) + (0 if kind in used else _section_tokens(encoding, _SECTIONS[kind]))
             if cost <= room:
@@ -268,7 +268,7 @@ def _line_tokens(
     the bound lets through is likely to be let through again."""
     counts = _counts(view, encoding, style)
     for row in rows[np.isnan(counts[rows])].tolist():
-        counts[row] = len(encoding.encode_ordinary(_counted_line(view, row, style)))
+        counts[row] = count_line(encoding, _counted_line(view, row, style))
     return counts[rows]
 
 
