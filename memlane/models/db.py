@@ -126,17 +126,12 @@ def read_unit(url: str, read: Callable[[Session], _T]) -> _T:
     bench/README.md). A connection the server dropped (a restart) fails its first
     statement instead; the pool then drops it and `read`, which must only read, runs
     once more."""
-    for attempt in (1, 2):
-        session = session_factory(url, pre_ping=False)()
-        try:
-            with session.begin():
-                return read(session)
-        except DBAPIError as exc:
-            if attempt == 2 or not exc.connection_invalidated:
-                raise
-        finally:
-            session.close()
-    raise AssertionError("unreachable")
+
+    def in_transaction(session: Session) -> _T:
+        with session.begin():
+            return read(session)
+
+    return _again_on_a_dropped_connection(session_factory(url, pre_ping=False), in_transaction)
 
 
 def one_statement(url: str, work: Callable[[Session], _T]) -> _T:
@@ -158,6 +153,14 @@ def one_statement(url: str, work: Callable[[Session], _T]) -> _T:
             factory = _autocommit_factories.setdefault(
                 url, sessionmaker(engine, expire_on_commit=False)
             )
+    return _again_on_a_dropped_connection(factory, work)
+
+
+def _again_on_a_dropped_connection(
+    factory: Callable[[], Session], work: Callable[[Session], _T]
+) -> _T:
+    """`work` on a new session, and once more on another if the first's connection turned
+    out dropped (the pool then discards it); any other error, or a second drop, raises."""
     for attempt in (1, 2):
         session = factory()
         try:
