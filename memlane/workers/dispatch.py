@@ -65,6 +65,14 @@ def access_times(accessed_at: datetime | Sequence[datetime]) -> str | list[str]:
     return [moment.isoformat() for moment in accessed_at]
 
 
+def access_argsrepr(memory_ids: Sequence[str], moments: str | list[str]) -> str:
+    """What Flower shows of a record_access message: the first id, how many, and when."""
+    when = repr(moments) if isinstance(moments, str) else f"{len(moments)} moments"
+    count = len(memory_ids)
+    first = f"{memory_ids[0]!r}, …" if count > 1 else repr(memory_ids[0])
+    return f"([{first}] {count} memory id{'' if count == 1 else 's'}, {when})"
+
+
 class CeleryDispatcher:
     """Publishes task messages; a worker fleet elsewhere runs them."""
 
@@ -106,7 +114,15 @@ class CeleryDispatcher:
         self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
     ) -> None:
         if memory_ids:
-            self._tasks.record_access.apply_async((list(memory_ids), access_times(accessed_at)))
+            ids = list(memory_ids)
+            moments = access_times(accessed_at)
+            self._tasks.record_access.apply_async(
+                (ids, moments),
+                # Celery's own repr walks every id (half of a publish's CPU, taken from
+                # the assemblies that share this interpreter: bench/README.md); what
+                # Flower shows of the task is this summary instead.
+                argsrepr=access_argsrepr(ids, moments),
+            )
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None:
         for user_id in user_ids:

@@ -98,12 +98,22 @@ def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_p
             convo["messages"][0]["content"] = "I prefer TypeScript over JavaScript."
             job_ids = lane.enqueue(convo).job_ids
         wait_for_jobs(pg, job_ids)
+        with Memlane(load_settings(database_url=pg, broker_url=redis_url)) as lane:
+            included = lane.assemble("u1", "TypeScript?").included_memory_ids
+            lane.flush()  # the access record is published now
         poll(
             lambda: (
                 any("flowerseen" in name for name in workers)
                 and seen("memlane.extract", "memlane.store")
+                and any(
+                    t.get("name") == "memlane.record_access" and t.get("state") == "SUCCESS"
+                    for t in tasks.values()
+                )
             )
         )
+        access = [t for t in tasks.values() if t.get("name") == "memlane.record_access"]
+        # a summary of the ids, not Celery's repr of every one of them
+        assert access and access[0]["args"].startswith(f"([{included[0]!r}] 1 memory id, ")
         assert any("flowerseen" in name for name in workers), workers
         names = {task["name"] for task in tasks.values()}
         assert {"memlane.extract", "memlane.store"} <= names
