@@ -90,49 +90,57 @@ class PackWriter:
         stop = False
         while not stop:
             try:
-                first = self._queue.get(timeout=RETRY_S if self._unsaved else None)
+                item = self._queue.get(timeout=RETRY_S if self._unsaved else None)
             except queue.Empty:
-                self._save([])
+                self._write([])
                 continue
-            items: list[PackData | _Flush | None] = [first]
+            rows: list[PackRow] = []
+            signals: list[_Flush | None] = []
             deadline = time.monotonic() + self._linger_s
-            # a flush or close ends the wait: what is asked for is written at once
-            while len(items) < self._batch and isinstance(items[-1], dict):
+            while True:
+                if not isinstance(item, dict):  # a flush or close: written at once
+                    signals.append(item)
+                    break
+                # One pack at a time, as each arrives: the interpreter is held for a
+                # pack's serialising, not a batch's, while an assembly may be waiting.
+                row = self._row(item)
+                if row is not None:
+                    rows.append(row)
+                if len(rows) >= self._batch:
+                    break
                 try:
-                    items.append(self._queue.get(timeout=max(0.0, deadline - time.monotonic())))
+                    item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
                 except queue.Empty:
                     break
-            packs = [i for i in items if isinstance(i, dict)]
-            if packs or self._unsaved:
-                self._write(packs)
-            for i in items:
-                if i is None:
+            if rows or self._unsaved:
+                self._write(rows)
+            for signal in signals:
+                if signal is None:
                     stop = True
-                elif isinstance(i, threading.Event):
-                    i.set()
+                else:
+                    signal.set()
 
-    def _write(self, packs: list[PackData]) -> None:
+    def _write(self, rows: list[PackRow]) -> None:
         try:
-            self._save(self._serialise(packs))
+            self._save(rows)
         except Exception:
-            log.exception("could not save %d context packs", len(packs))
+            log.exception("could not save %d context packs", len(rows))
 
-    def _serialise(self, packs: list[PackData]) -> list[PackRow]:
-        """Each pack's row, its body logged on the way."""
-        bodies = [pack_json(pack) for pack in packs]
-        if assembly_log.isEnabledFor(logging.DEBUG):  # the whole pack, query included
-            for body in bodies:
+    def _row(self, pack: PackData) -> PackRow | None:
+        """The pack's row, its body logged on the way; None for a pack that cannot be
+        serialised (logged, and the others are still saved)."""
+        try:
+            body = pack_json(pack)
+            if assembly_log.isEnabledFor(logging.DEBUG):  # the whole pack, query included
                 assembly_log.debug(json.dumps(body, sort_keys=True, separators=(",", ":")))
-        elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
-            for body in bodies:
+            elif assembly_log.isEnabledFor(logging.INFO):  # what it did, not what was asked
                 assembly_log.info(json.dumps(pack_summary(body), separators=(",", ":")))
-        # orjson: a tenth of json's time for a pack (bench/README.md)
-        return [
-            (pack["pack_id"], pack["user_id"], pack["assembled_at"], text)
-            for pack, text in zip(
-                packs, (orjson.dumps(body, default=_plain).decode() for body in bodies), strict=True
-            )
-        ]
+            # orjson: a tenth of json's time for a pack (bench/README.md)
+            text = orjson.dumps(body, default=_plain).decode()
+        except Exception:
+            log.exception("could not serialise context pack %s", pack.get("pack_id"))
+            return None
+        return (pack["pack_id"], pack["user_id"], pack["assembled_at"], text)
 
     def _save(self, rows: list[PackRow]) -> None:
         now = datetime.now(UTC)
@@ -147,7 +155,9 @@ class PackWriter:
         if not rows:
             return
         try:
-            with unit_of_work(self._url) as session:
+            # no pre-ping: a refused save is kept and saved again anyway, and the ping
+            # was a third of a small batch's CPU (bench/README.md)
+            with unit_of_work(self._url, pre_ping=False) as session:
                 context_items.save_packs(session, rows, now=now)
         except OperationalError as exc:
             # Saving is idempotent (a pack id is one row), so a retry after a commit whose

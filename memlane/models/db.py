@@ -109,10 +109,11 @@ def session_factory(url: str, *, pre_ping: bool = True) -> sessionmaker[Session]
 
 
 @contextmanager
-def unit_of_work(url: str) -> Iterator[Session]:
+def unit_of_work(url: str, *, pre_ping: bool = True) -> Iterator[Session]:
     """A transaction the caller owns: committed when the block ends normally, rolled back
-    when it raises."""
-    session = session_factory(url)()
+    when it raises. Without the pre-ping, a pooled connection the server dropped fails
+    the first statement instead (for callers that try again anyway)."""
+    session = session_factory(url, pre_ping=pre_ping)()
     try:
         with session.begin():
             yield session

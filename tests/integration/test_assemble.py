@@ -10,14 +10,13 @@ import xml.etree.ElementTree as ET
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 
 from memlane.background import PackWriter
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
-from memlane.models.db import get_engine
 from memlane.pipeline.assembly_types import pack_json
-from memlane.pipeline.errors import BudgetError
+from memlane.pipeline.errors import BudgetError, NotFoundError
 from memlane.pipeline.tokens import count_tokens, encoding_for_model
 
 
@@ -138,8 +137,8 @@ def test_packs_handed_over_together_share_one_transaction_and_a_flush_does_not_w
     def committed(connection: object) -> None:
         commits.append(connection)
 
-    engine = get_engine(db_url)
-    event.listen(engine, "commit", committed)
+    # on every engine: which pool the writer takes its connection from is its own affair
+    event.listen(Engine, "commit", committed)
     writer = PackWriter(db_url, linger_s=60.0)  # far longer than the flush below allows
     try:
         for result in results:
@@ -148,10 +147,35 @@ def test_packs_handed_over_together_share_one_transaction_and_a_flush_does_not_w
         writer.flush(timeout=20.0)
         assert time.monotonic() - started < 20.0
     finally:
-        event.remove(engine, "commit", committed)
+        event.remove(Engine, "commit", committed)
         writer.close()
     assert len(commits) == 1
     with Memlane(load_settings(database_url=db_url)) as reader:
         for result in results:
             stored = reader.pack(result.pack_id + "_b")
             assert stored == {**pack_json(result.pack_data), "pack_id": result.pack_id + "_b"}
+
+
+def test_a_pack_that_cannot_be_serialised_is_logged_and_the_others_are_saved(
+    db_url: str, now: datetime, caplog: pytest.LogCaptureFixture
+) -> None:
+    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
+        seed(lane, now)
+        first, second = (
+            lane.assemble("maya", query, budget_tokens=2000, now=now)
+            for query in ("typescript", "lisbon")
+        )
+    writer = PackWriter(db_url, linger_s=60.0)  # both in one batch
+    broken = {**first.pack_data, "pack_id": first.pack_id + "_x", "events": [object()]}
+    try:
+        with caplog.at_level(logging.ERROR, logger="memlane.packs"):
+            writer.submit(broken)  # type: ignore[arg-type]
+            writer.submit({**second.pack_data, "pack_id": second.pack_id + "_x"})
+            writer.flush(timeout=20.0)
+    finally:
+        writer.close()
+    assert f"could not serialise context pack {first.pack_id}_x" in caplog.text
+    with Memlane(load_settings(database_url=db_url)) as reader:
+        assert reader.pack(second.pack_id + "_x")["query"] == "lisbon"
+        with pytest.raises(NotFoundError):
+            reader.pack(first.pack_id + "_x")
