@@ -14,6 +14,13 @@ from memlane.models.db import get_engine, one_statement, read_unit, unit_of_work
 from tests.integration.conftest import PG_ADMIN_URL
 
 
+@pytest.fixture(autouse=True)
+def one_pooled_connection(pg: str) -> None:
+    """Other tests' threads (the pack writer) share this pool: start each test with it
+    empty, so the connection a test kills is the one its next read is handed."""
+    get_engine(pg, pre_ping=False).dispose()
+
+
 def backend_pid(session: Session) -> int:
     return int(session.execute(text("SELECT pg_backend_pid()")).scalar_one())
 
