@@ -156,7 +156,7 @@ class PackWriter:
             return
         try:
             # no pre-ping: a refused save is kept and saved again anyway, and the ping
-            # was a third of a small batch's CPU (bench/README.md)
+            # was a third of a one-pack save's CPU (bench/README.md)
             with unit_of_work(self._url, pre_ping=False) as session:
                 context_items.save_packs(session, rows, now=now)
         except OperationalError as exc:
