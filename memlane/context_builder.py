@@ -23,7 +23,7 @@ from memlane.pipeline.assembly_filters import procedures_for_query
 from memlane.pipeline.assembly_types import AssembledContext, AssemblyInput
 from memlane.pipeline.budget import BudgetAsk, BudgetDefaults, resolve_budget, strategy_top_k
 from memlane.pipeline.context_format import Style
-from memlane.pipeline.exact_walk import assemble_from_view
+from memlane.pipeline.exact_walk import assemble_from_view, count_lines
 from memlane.pipeline.keywords import keywords
 from memlane.pipeline.scoring import Strategy, Weights, blend_relevance, default_lexical_weight
 from memlane.pipeline.tokens import encoding_for_model
@@ -234,13 +234,20 @@ class ContextBuilder:
     # ------------------------------------------------------------------ members
 
     def warm(self, user_id: str) -> bool:
-        """Load the user's working set now (see `Memlane.warm`)."""
-        if self.settings.working_set_mb <= 0:
+        """Load the user's working set now and count its lines' tokens in the default
+        encoding and style (see `Memlane.warm`)."""
+        s = self.settings
+        if s.working_set_mb <= 0:
             return False
         embedder = self._embedder()
-        return self._working_set().warm(
-            user_id, model=embedder.name, dim=embedder.dim, sparse=embedder.capabilities.sparse
-        )
+        working = self._working_set()
+        model, dim, sparse = embedder.name, embedder.dim, embedder.capabilities.sparse
+        if not working.warm(user_id, model=model, dim=dim, sparse=sparse):
+            return False
+        view = working.view(user_id, model=model, dim=dim, sparse=sparse)
+        if view is not None:
+            count_lines(view, encoding_for_model(s.token_model), s.context_style)
+        return True
 
     def forget(self, user_id: str) -> None:
         """Drop the user's view, if one was loaded (their data was erased)."""

@@ -310,7 +310,9 @@ class Memlane(MemoryCuration, ContextItemControl, UserTransfer, JobControl):
     def warm(self, user_id: str) -> bool:
         """Load the user's working set now. A large user's first assemblies otherwise
         read the store while it loads in the background (memlane.models.working_set).
-        False when the working set is off or cannot serve the user."""
+        Every line's tokens are counted too (default model and style): a new question's
+        assembly then need not count the lines it meets first. False when the working
+        set is off or cannot serve the user."""
         return self.contexts.warm(user_id)
 
     def flush(self, timeout: float = 10.0) -> None:

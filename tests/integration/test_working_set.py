@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
@@ -24,6 +25,7 @@ from memlane.models import working_set
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.store import changes, context_items
 from memlane.models.working_set import WorkingSet
+from memlane.pipeline.tokens import encoding_for_model
 from memlane.workers.embedders import get_embedder
 
 NOW = datetime(2026, 3, 1, 12, 0).astimezone()
@@ -244,6 +246,24 @@ def test_a_large_user_is_served_by_the_store_while_their_view_loads(
     assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode != "working-set"
     assert reader.warm("u1")
     assert reader.assemble("u1", "tea", now=now).pack.retrieval_mode == "working-set"
+
+
+def test_warm_counts_every_line_ahead_in_the_default_encoding_and_style(
+    reader: Memlane, now: datetime
+) -> None:
+    for n in range(6):
+        reader.add_memory("u1", {"content": f"Fact {n}: likes tea number {n} from shop s{n}."})
+    before = reader.assemble("u1", "tea", now=now)  # loads the view, counts what it walks
+    embedder = get_embedder(reader.settings)
+    of = {"model": embedder.name, "dim": embedder.dim}
+    key = (encoding_for_model(reader.settings.token_model), reader.settings.context_style)
+    assert reader.warm("u1")
+    view = reader.contexts._working_set().view("u1", **of)  # type: ignore[arg-type]
+    assert view is not None
+    counts = view.line_tokens[key]
+    assert len(counts) == len(view.corpus) == 6 and not np.isnan(counts).any()
+    after = reader.assemble("u1", "tea", now=now)
+    assert (after.text, after.pack_data["items"]) == (before.text, before.pack_data["items"])
 
 
 def test_one_users_slow_load_does_not_hold_up_another_users_assembly(pg: str) -> None:

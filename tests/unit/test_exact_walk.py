@@ -182,6 +182,29 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
     ):
         anew = assemble_from_view(view, ask, relevance, walk_margin=margin)
     assert (exact.text, exact.pack_data, exact.room) == (anew.text, anew.pack_data, anew.room)
+    # every line counted ahead (Memlane.warm) changes no decision
+    exact_walk.count_lines(view, encoding, style)
+    with (
+        mock.patch.object(shortlists, "MIN_WALK", min_walk),
+        mock.patch.object(walk_rows, "FIRST_CHUNK", chunk),
+    ):
+        counted = assemble_from_view(view, ask, relevance, walk_margin=margin)
+    assert (counted.text, counted.pack_data) == (exact.text, exact.pack_data)
+    assert counted.room == exact.room
+
+
+def test_lines_counted_ahead_are_each_lines_tokens_and_counted_once() -> None:
+    items = [([WORDS[i % 10]], i % 7, "candidate", 0.5, i, 0, None, False) for i in range(40)]
+    view = build(items, 3, list(range(10)))
+    encoding = get_encoding("o200k_base")
+    assert exact_walk.count_lines(view, encoding, "default") == len(view.corpus)
+    counts = view.line_tokens[(encoding, "default")]
+    for row in range(len(view.corpus)):
+        line = exact_walk._counted_line(view, row, "default")
+        assert counts[row] == len(encoding.encode_ordinary(line))
+    assert exact_walk.count_lines(view, encoding, "default") == 0  # kept: none again
+    assert (encoding, "compact") not in view.line_tokens  # another style is its own
+    assert exact_walk.count_lines(view, encoding, "compact") == len(view.corpus)
 
 
 def test_a_short_item_far_down_the_ranking_fills_the_last_tokens() -> None:
