@@ -275,14 +275,14 @@ def _line_tokens(
 def count_lines(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -> int:
     """Count the tokens of every line of the view not counted yet in `encoding` and
     `style`, and keep them where the walk on reads them; how many were counted.
-    `Memlane.warm` counts ahead: a new question's walk on otherwise counts up to a few
-    hundred lines it never met, the tail of a warm user's assemblies (bench/README.md).
-    Encoded directly, not through `count_line`'s cache, which a 10k user's lines would
-    flood for the lines other assemblies reuse."""
+    `Memlane.warm` counts ahead: a new question's walks otherwise count the lines they
+    meet first, up to a few hundred, the tail of a warm user's assemblies
+    (bench/README.md). Through `count_line`'s cache, which the first walk's lines read:
+    counted into the view alone, the walk on was spared but not the first walk."""
     counts = _counts(view, encoding, style)
     rows = np.flatnonzero(np.isnan(counts))
     for row in rows.tolist():
-        counts[row] = len(encoding.encode_ordinary(_counted_line(view, row, style)))
+        counts[row] = count_line(encoding, _counted_line(view, row, style))
     return len(rows)
 
 
