@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +62,21 @@ class Fleet:
             worker.wait_ready(timeout=120)
         if beat:
             self.beat = BeatProcess(self.env, log_dir=self.log_dir)
+
+    def restart_exited(self) -> list[str]:
+        """Start again each worker that exited on its own, as the deployment's supervisor
+        does (docker-compose's `restart: unless-stopped`, a Procfile platform); what
+        exited, with its last critical log line."""
+        restarted = []
+        for role, worker in list(self.workers.items()):
+            code = worker.proc.poll()
+            if code is None:
+                continue
+            critical = [line for line in worker.log().splitlines() if "CRITICAL" in line]
+            why = critical[-1].split("] ", 1)[-1][:160] if critical else "no critical line"
+            restarted.append(f"{role} (exit {code}: {why})")
+            self.start(role)
+        return restarted
 
     def stop(self) -> None:
         for worker in self.workers.values():
@@ -282,12 +297,19 @@ def job_counts(db_url: str) -> dict[str, int]:
 
 
 def wait_all_finished(
-    db_url: str, expected: int, *, timeout: float, poll_s: float = 0.2
+    db_url: str,
+    expected: int,
+    *,
+    timeout: float,
+    poll_s: float = 0.2,
+    on_poll: Callable[[], object] | None = None,
 ) -> dict[str, int]:
     """Poll until `expected` jobs exist and all are done or failed; returns the counts
-    (unfinished ones included when the timeout came first)."""
+    (unfinished ones included when the timeout came first). `on_poll` runs at each poll."""
     deadline = time.monotonic() + timeout
     while True:
+        if on_poll is not None:
+            on_poll()
         counts = job_counts(db_url)
         finished = sum(counts.get(s, 0) for s in FINISHED)
         if finished >= expected and sum(counts.values()) == finished:

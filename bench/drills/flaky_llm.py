@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from bench.common import REDIS_URL, pg_database, table_counts
 from bench.drills.common import Verdict, drill_corpus
-from bench.drills.fleet_run import run_corpus
+from bench.drills.fleet_run import note_restarts, run_corpus
 from bench.stub import configure
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     done = sum(1 for j in jobs if j.status == "done")
     failed = [j for j in jobs if j.status == "failed"]
     verdict.check("jobs created", total, len(jobs))
+    note_restarts(verdict, "", run)
     verdict.check("jobs done or failed (none queued or running)", total, done + len(failed))
     verdict.note("jobs done", done)
     verdict.note("jobs failed", len(failed))

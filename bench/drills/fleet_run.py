@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import flush_redis, truncate
-from bench.drills.common import StoreState, store_state
+from bench.drills.common import StoreState, Verdict, store_state
 from bench.fleet import Fleet, job_counts, running_fleet, wait_all_finished
 from memlane.config.settings import load_settings
 from memlane.facade import Memlane
@@ -30,6 +30,8 @@ class RunResult:
     seconds: float
     enqueue_errors: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    # workers that exited on their own and were started again, as a supervisor does
+    restarts: list[str] = field(default_factory=list)
 
 
 Damage = Callable[[Fleet, dict[str, int]], dict[str, Any] | None]
@@ -54,6 +56,7 @@ def run_corpus(
     flush_redis(broker_url)
     errors: list[str] = []
     events: list[dict[str, Any]] = []
+    restarts: list[str] = []
     started = time.monotonic()
     with (
         tempfile.TemporaryDirectory() as logs,
@@ -66,18 +69,21 @@ def run_corpus(
             target=_enqueue, args=(lane, corpus, enqueue_threads, errors), daemon=True
         )
         feeder.start()
+
+        def supervise() -> None:
+            restarts.extend(fleet.restart_exited())
+
         for mark in marks:
-            counts = _wait_for_share(db_url, len(corpus), mark, timeout)
+            counts = _wait_for_share(db_url, len(corpus), mark, timeout, supervise)
             if damage is not None:
                 event = damage(fleet, counts)
                 if event:
                     events.append({"at_share": mark, **event})
         feeder.join(timeout)
-        counts = wait_all_finished(db_url, len(corpus), timeout=timeout)
+        counts = wait_all_finished(db_url, len(corpus), timeout=timeout, on_poll=supervise)
         lane.close()
-    return RunResult(
-        counts, store_state(db_url, users, per_user), time.monotonic() - started, errors, events
-    )
+    state = store_state(db_url, users, per_user)
+    return RunResult(counts, state, time.monotonic() - started, errors, events, restarts)
 
 
 def _enqueue(
@@ -95,11 +101,21 @@ def _enqueue(
         list(pool.map(one, corpus))
 
 
-def _wait_for_share(db_url: str, total: int, share: float, timeout: float) -> dict[str, int]:
+def _wait_for_share(
+    db_url: str, total: int, share: float, timeout: float, on_poll: Callable[[], None]
+) -> dict[str, int]:
     deadline = time.monotonic() + timeout
     while True:
+        on_poll()
         counts = job_counts(db_url)
         finished = counts.get("done", 0) + counts.get("failed", 0)
         if finished >= share * total or time.monotonic() > deadline:
             return counts
         time.sleep(0.05)
+
+
+def note_restarts(verdict: Verdict, label: str, run: RunResult) -> None:
+    """A crash the drill did not cause: the run went on as under a supervisor; say so."""
+    verdict.note(f"{label}workers that exited on their own, started again", len(run.restarts))
+    for restart in run.restarts:
+        verdict.note(f"{label}exited", restart)

@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.common import REDIS_URL, pg_database, table_counts
 from bench.drills.common import Verdict, drill_corpus, expected_active
-from bench.drills.fleet_run import RunResult, run_corpus
+from bench.drills.fleet_run import RunResult, note_restarts, run_corpus
 from bench.fleet import Fleet, job_counts
 
 KILLS = (("store", 0.25), ("extract", 0.50), ("store", 0.75))
@@ -61,6 +61,7 @@ def checks(
         f"{name}: episodes (one per job)", total, table_counts(db_url, ["episodes"])["episodes"]
     )
     verdict.note(f"{name}: seconds", round(run.seconds, 1))
+    note_restarts(verdict, f"{name}: ", run)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ from sqlalchemy import select
 from bench.common import REDIS_URL, pg_database
 from bench.drills.common import Verdict, drill_corpus
 from bench.drills.flaky_llm import calls_per_conversation
-from bench.drills.fleet_run import run_corpus
+from bench.drills.fleet_run import note_restarts, run_corpus
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
 from memlane.models.tables import Job
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict.note("LLM answers after (s)", args.delay)
     verdict.note("timeout (s)", args.timeout)
     verdict.note("task hard time limit (s)", hard_limit)
+    note_restarts(verdict, "", run)
     verdict.check("jobs created", len(corpus), len(jobs))
     verdict.check(
         "jobs failed (none done, queued or running)", len(corpus), run.counts.get("failed", 0)
