@@ -240,13 +240,12 @@ class ContextBuilder:
         if s.working_set_mb <= 0:
             return False
         embedder = self._embedder()
-        working = self._working_set()
-        model, dim, sparse = embedder.name, embedder.dim, embedder.capabilities.sparse
-        if not working.warm(user_id, model=model, dim=dim, sparse=sparse):
+        view = self._working_set().warm(
+            user_id, model=embedder.name, dim=embedder.dim, sparse=embedder.capabilities.sparse
+        )
+        if view is None:
             return False
-        view = working.view(user_id, model=model, dim=dim, sparse=sparse)
-        if view is not None:
-            count_lines(view, encoding_for_model(s.token_model), s.context_style)
+        count_lines(view, encoding_for_model(s.token_model), s.context_style)
         return True
 
     def forget(self, user_id: str) -> None:

@@ -216,9 +216,9 @@ class WorkingSet:
             with self._lock:
                 return self._keep(user_id, user)
 
-    def warm(self, user_id: str, *, model: str, dim: int, sparse: bool = False) -> bool:
+    def warm(self, user_id: str, *, model: str, dim: int, sparse: bool = False) -> UserView | None:
         """Load the user's view now, whatever their size (a background load under way
-        is waited for). False when the working set cannot serve them."""
+        is waited for), and return it; None when the working set cannot serve them."""
         with self._lock:
             loading = self._loading.get(user_id)
         if loading is not None:
@@ -229,7 +229,7 @@ class WorkingSet:
             if user is None or user.view_for != (model, dim) or not self._catch_up(user_id, user):
                 user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
             with self._lock:
-                return self._keep(user_id, user) is not None
+                return self._keep(user_id, user)
 
     def forget(self, user_id: str) -> None:
         with self._lock:

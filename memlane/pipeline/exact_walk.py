@@ -279,11 +279,9 @@ def count_lines(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -
     meet first, up to a few hundred, the tail of a warm user's assemblies
     (bench/README.md). Through `count_line`'s cache, which the first walk's lines read:
     counted into the view alone, the walk on was spared but not the first walk."""
-    counts = _counts(view, encoding, style)
-    rows = np.flatnonzero(np.isnan(counts))
-    for row in rows.tolist():
-        counts[row] = count_line(encoding, _counted_line(view, row, style))
-    return len(rows)
+    uncounted = int(np.isnan(_counts(view, encoding, style)).sum())
+    _line_tokens(view, np.arange(len(view.corpus), dtype=np.intp), encoding, style)
+    return uncounted
 
 
 def _counts(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -> FloatArray:
