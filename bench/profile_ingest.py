@@ -20,8 +20,8 @@ here; bench.ingest's per-process CPU figures include it.
 
 The stub answers whatever model is named. The default, `openai/stub-model`, is a name
 litellm has no price for: it then searches its map's generalisation rules on every
-call, ~1 ms of CPU a job that a deployment naming a model litellm prices does not pay
-(`--model openai/gpt-4o-mini` measures that case; bench/README.md).
+call, up to ~1 ms of CPU a job (bench/README.md, 2026-11-28), which a deployment naming
+a model litellm prices does not pay (`--model openai/gpt-4o-mini` measures that case).
 """
 
 from __future__ import annotations

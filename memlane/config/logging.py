@@ -10,7 +10,7 @@ from typing import TextIO
 ASSEMBLY_LOGGER = "memlane.assembly"
 
 
-class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class StderrHandler(logging.StreamHandler[TextIO]):
     """Writes to `sys.stderr` as it is when a record is emitted, not as it was when the
     handler was made: whoever runs memlane in-process (a CLI runner, a test harness) may
     swap stderr and close the stream it swapped in, while memlane's background threads
