@@ -3,6 +3,7 @@ must be up (scripts/test.sh starts them); a test that needs one fails loudly wit
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -31,6 +32,17 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Itera
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _memlane_logging_restored() -> Iterator[None]:
+    """memlane's logger as each test found it: the CLI's `--debug` runs in-process in the
+    CLI tests and sets it to DEBUG, and every later test's pack writer would then print
+    each pack it saves."""
+    root = logging.getLogger("memlane")
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers, root.level = handlers, level
 
 
 @pytest.fixture
