@@ -255,10 +255,9 @@ def test_warm_counts_every_line_ahead_in_the_default_encoding_and_style(
         reader.add_memory("u1", {"content": f"Fact {n}: likes tea number {n} from shop s{n}."})
     before = reader.assemble("u1", "tea", now=now)  # loads the view, counts what it walks
     embedder = get_embedder(reader.settings)
-    of = {"model": embedder.name, "dim": embedder.dim}
     key = (encoding_for_model(reader.settings.token_model), reader.settings.context_style)
     assert reader.warm("u1")
-    view = reader.contexts._working_set().view("u1", **of)  # type: ignore[arg-type]
+    view = reader.contexts._working_set().view("u1", model=embedder.name, dim=embedder.dim)
     assert view is not None
     counts = view.line_tokens[key]
     assert len(counts) == len(view.corpus) == 6 and not np.isnan(counts).any()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Iterator
 
 import pytest
 
@@ -13,12 +12,12 @@ from memlane.config.logging import configure_logging
 
 
 @pytest.fixture
-def memlane_logger() -> Iterator[logging.Logger]:
+def memlane_logger() -> logging.Logger:
+    """memlane's logger without a handler of configure_logging's (the autouse fixture in
+    tests/conftest.py puts back what the test found)."""
     root = logging.getLogger("memlane")
-    handlers, level = list(root.handlers), root.level
-    root.handlers = [h for h in handlers if not getattr(h, "_memlane", False)]
-    yield root
-    root.handlers, root.level = handlers, level
+    root.handlers = [h for h in root.handlers if not getattr(h, "_memlane", False)]
+    return root
 
 
 def test_records_go_to_the_stderr_of_their_moment(
