@@ -4,6 +4,7 @@ and that `assemble` never loads litellm or Celery."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
-from memlane.cli import app
+from memlane.cli import app, demo
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
@@ -106,6 +107,18 @@ def test_the_demo_runs_end_to_end_offline_in_under_30_seconds(tmp_path: Path) ->
     assert len(packs) == len(users)
     assert all(int(used) <= int(budget) == 1500 for used, budget in packs)
     assert "heavy modules: -" in done.stderr  # the offline extractor: no litellm, no Celery
+
+
+def test_the_demo_database_run_from_the_checkout_is_ignored_by_git() -> None:
+    # README: `scripts/demo.sh` runs from the repository root, so the demo's SQLite file
+    # (and the WAL files beside it while it runs) lands in the checkout.
+    default = inspect.signature(demo).parameters["db"].default
+    root = EXAMPLES.parent
+    for name in (str(default), f"{default}-wal", f"{default}-shm"):
+        checked = subprocess.run(
+            ["git", "check-ignore", "--no-index", "-q", name], cwd=root, check=False
+        )
+        assert checked.returncode == 0, f"{name} is not in .gitignore"
 
 
 def test_the_demo_hint_works_as_printed_without_an_activated_venv(tmp_path: Path) -> None:
