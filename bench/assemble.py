@@ -42,12 +42,12 @@ from bench.common import (
     truncate,
 )
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import autocommit_engine, get_engine, unit_of_work
 from memlane.models.pipelined import compile_read, run_reads
-from memlane.models.store.vector_index import ensure_for_users, wants_hnsw
+from memlane.models.store.memories.vector_index import ensure_for_users, wants_hnsw
 from memlane.models.tables import MemoryRow
-from memlane.pipeline.scoring import STRATEGIES
+from memlane.pipeline.ranking.scoring import STRATEGIES
+from memlane.service.facade import Memlane
 from memlane.workers.embedders import get_embedder, query_cache
 
 BUDGET = 4000
@@ -162,7 +162,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
 def never_prepare(engine: Engine) -> None:
     """psycopg prepares no statement on `engine`'s connections from now on: every read
     is planned, as a user's is in a process whose connections have each read for more
-    than 100 other users since (models/store/assembly_reads.py, `_pg_sql`)."""
+    than 100 other users since (models/store/reads/assembly.py, `_pg_sql`)."""
     engine.dispose()
 
     @event.listens_for(engine, "connect")

@@ -8,7 +8,7 @@ words, a long tail); importance and confidence as the extractor assigns them; ag
 two years, accesses skewed to recent ones, access counts heavy-tailed; 3 pinned and up
 to 20 verified memories per user; ~8% not active, 1% sensitive, 2% with an expiry. The
 embedding comes from the configured embedder (hashing by default), the keywords from
-memlane.pipeline.keywords, exactly as the store stage computes them.
+memlane.pipeline.dedup.keywords, exactly as the store stage computes them.
 
 A user id names its size and the generator's version (`bench-v1-10000`): a store already
 loaded with that many memories is reused, a partial one is reloaded.
@@ -32,7 +32,8 @@ from sqlalchemy import delete, func, insert, select
 from bench.deduplicated import deduplicated_filter
 from memlane.config.settings import load_settings
 from memlane.models.db import get_engine, unit_of_work
-from memlane.models.store import context_items, refs
+from memlane.models.store.memories import refs
+from memlane.models.store.users import context_items
 from memlane.models.tables import (
     EpisodeRow,
     MemoryKeyword,
@@ -42,7 +43,7 @@ from memlane.models.tables import (
     SoulBlockRow,
     UserState,
 )
-from memlane.pipeline.keywords import keywords, topic_keywords
+from memlane.pipeline.dedup.keywords import keywords, topic_keywords
 from memlane.pipeline.records import ExtractedEpisode
 from memlane.workers.embedders import Embedder, get_embedder
 
@@ -546,7 +547,7 @@ def _copy_postgres(url: str, batch: list[dict[str, Any]], embedder: Embedder) ->
 
 
 def _sizes(words: list[str]) -> tuple[int, int]:
-    """A posting's sizes, as the store writes them (models.store.keyword_index)."""
+    """A posting's sizes, as the store writes them (models.store.memories.keyword_index)."""
     kept = frozenset(words)
     return len(kept), len(topic_keywords(kept))
 

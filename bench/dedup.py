@@ -1,7 +1,7 @@
 """Deduplication latency: one new memory against a user's 1k, 10k and 100k stored
 memories, the way the store stage does it: candidates from the inverted keyword index
-(`memlane.models.store.dedup_reads.candidates`, the prefix filter), then
-`memlane.pipeline.dedup.plan`: in the caller's transaction, as the store stage runs them
+(`memlane.models.store.reads.dedup.candidates`, the prefix filter), then
+`memlane.pipeline.dedup.plan.plan`: in the caller's transaction, as the store stage runs them
 (`p50_ms`, `p99_ms`; `cpu_ms`: this process's CPU per call, which the machine's load
 inflates less than the wall times; `cpu_p50_ms`, `cpu_p99_ms`: each call's CPU, the
 calling thread's plus, for a PostgreSQL server on this machine, its backend's, read from
@@ -45,8 +45,8 @@ from bench.common import (
 )
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import dedup_reads
-from memlane.pipeline import dedup
+from memlane.models.store.reads import dedup as dedup_reads
+from memlane.pipeline.dedup import plan as dedup
 from memlane.pipeline.records import ExtractedMemory
 
 

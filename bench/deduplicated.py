@@ -5,7 +5,7 @@ at 100k, a short template sentence is stored ~3,000 times, and an exact dedup lo
 returns every copy. The store stage never stores a duplicate (it confirms the memory it
 duplicates), so such a store measures a lookup no user's store needs. `DedupFilter`
 keeps a drawn sentence only when it duplicates no sentence kept before it: the same
-rule as `memlane.pipeline.similarity.statements_duplicate` (equal normalised texts, or
+rule as `memlane.pipeline.dedup.similarity.statements_duplicate` (equal normalised texts, or
 Jaccard ≥ threshold with ≥ min_keywords keywords on each side and the same polarity),
 whatever the kept one's status (a forgotten memory swallows its duplicates too: dedup's
 rule 0). Candidates come from an in-memory inverted index by the same prefix filter the
@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from memlane.config.settings import load_settings
-from memlane.pipeline.keywords import keywords
-from memlane.pipeline.prefix_filter import matches, probe
-from memlane.pipeline.similarity import Statement, statements_duplicate
+from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.dedup.prefix_filter import matches, probe
+from memlane.pipeline.dedup.similarity import Statement, statements_duplicate
 
 
 class DedupFilter:

@@ -19,7 +19,7 @@ Hit: the text given to the model (the assembled XML, or the baseline's messages)
 one of the question's answer regexes (case-insensitive unless the regex says otherwise).
 Baselines, on the user's raw messages, each message as "role: content":
 - recent: the newest messages, newest first, until the next one does not fit;
-- bm25: messages ranked by BM25 (`memlane.pipeline.lexical.bm25_scores` over stemmed words,
+- bm25: messages ranked by BM25 (`memlane.pipeline.ranking.lexical.bm25_scores` over stemmed words,
   stopwords removed; ties: newest first), added in that order when they fit.
 Tokens are counted with the assembler's tokenizer (MEMLANE_TOKEN_MODEL's). Extracted
 memories get ids from random job ids, and ids break ties between equal scores, so a
@@ -51,16 +51,17 @@ import tiktoken
 
 from bench.common import NoAccessRecords
 from memlane.config.settings import Settings, load_settings
-from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.schemas import MemoryCreate, TranscriptIn
-from memlane.models.store import context_items, memories
+from memlane.models.store.memories import memories
+from memlane.models.store.users import context_items
 from memlane.models.tables import Base
-from memlane.pipeline.keywords import STOPWORDS, keywords, stem, tokens
-from memlane.pipeline.lexical import bm25_scores
+from memlane.pipeline.assembly.tokens import encoding_for_model
+from memlane.pipeline.dedup.keywords import STOPWORDS, keywords, stem, tokens
+from memlane.pipeline.ranking.lexical import bm25_scores
 from memlane.pipeline.records import Category
-from memlane.pipeline.tokens import encoding_for_model
+from memlane.service.facade import Memlane
 
 EVAL = Path(__file__).resolve().parents[1] / "examples" / "eval"
 BUDGETS = (500, 1000, 2000)

@@ -27,10 +27,10 @@ from typing import Any
 from bench import dataset
 from bench.common import NoAccessRecords, Report, parser, pg_database
 from memlane.config.settings import Settings, load_settings
-from memlane.facade import Memlane
 from memlane.models.db import get_engine
-from memlane.models.store.vector_index import ensure_for_users, wants_hnsw
-from memlane.pipeline.budget import strategy_top_k
+from memlane.models.store.memories.vector_index import ensure_for_users, wants_hnsw
+from memlane.pipeline.assembly.budget import strategy_top_k
+from memlane.service.facade import Memlane
 from memlane.workers.embedders import get_embedder
 
 PLANS: dict[str, dict[str, Any]] = {
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = base.model_copy(
             update={"vector_top_k": k, "strategy_top_k": k, "lexical_top_k": k}
         )
-        # scaled up with the budget (memlane.pipeline.budget.strategy_top_k): the
+        # scaled up with the budget (memlane.pipeline.assembly.budget.strategy_top_k): the
         # relevance reads to the lines the whole budget holds, the strategy orders to
         # the lines the memories' share holds
         emit(

@@ -52,9 +52,9 @@ from bench.fleet import (
 )
 from bench.stub import stub_process
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.tables import Job
+from memlane.service.facade import Memlane
 
 PLANS: dict[str, dict[str, Any]] = {
     "tiny": {

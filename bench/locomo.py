@@ -51,12 +51,12 @@ from typing import Any
 
 from bench.common import NoAccessRecords
 from memlane.config.settings import Settings, load_settings
-from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.schemas import TranscriptIn
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline.context_format import STYLES, Style
-from memlane.pipeline.tokens import get_encoding
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.context_format import STYLES, Style
+from memlane.pipeline.assembly.tokens import get_encoding
+from memlane.service.facade import Memlane
 from tests.llm_stub import Behaviour, LLMStub
 
 BUDGETS = (500, 1000, 2000)

@@ -42,7 +42,7 @@ from bench.common import REDIS_URL, Report, flush_redis, pg_database, truncate
 from bench.fleet import transcript
 from bench.stub import stub_process
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 from memlane.workers import runner
 
 _STATEMENTS = [0]

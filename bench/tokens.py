@@ -1,8 +1,8 @@
 """Token counting and the cost of budget enforcement.
 
-- counting: `memlane.pipeline.tokens.count_tokens` with o200k_base and cl100k_base, on memory
-  lines (short strings, one call each: the assembler's case) and on one long transcript
-  (throughput), as tokens per second;
+- counting: `memlane.pipeline.assembly.tokens.count_tokens` with o200k_base and
+  cl100k_base, on memory lines (short strings, one call each: the assembler's case) and
+  on one long transcript (throughput), as tokens per second;
 - budget enforcement: `assemble_context` on 100 / 300 / 600 candidate memories (a 4,000
   token budget), warm (its per-line caches filled, the steady state) and cold, against a
   trivial render of the same selection (`context_format.render_xml`, no counting).
@@ -24,13 +24,13 @@ import tiktoken
 from bench import dataset
 from bench.common import Report, latency_summary, parser, time_calls
 from memlane.config.settings import Settings
-from memlane.pipeline import assembly_parts
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.assembly_types import AssemblyInput
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly import parts as assembly_parts
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.assembly.records import AssemblyInput
+from memlane.pipeline.assembly.tokens import count_tokens, get_encoding
+from memlane.pipeline.ranking.scoring import Weights
 from memlane.pipeline.records import MemoryRecord
-from memlane.pipeline.scoring import Weights
-from memlane.pipeline.tokens import count_tokens, get_encoding
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 PLANS = {

@@ -38,11 +38,11 @@ from bench.common import (
     sqlite_database,
 )
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
-from memlane.models.store import changes
+from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryRow
 from memlane.models.working_set import WorkingSet
+from memlane.service.facade import Memlane
 from memlane.workers.embedders import get_embedder
 
 PLANS: dict[str, dict[str, Any]] = {

@@ -11,7 +11,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memlane.facade import Memlane
     from memlane.pipeline.errors import (
         BudgetError,
         ConfigurationError,
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
         ProviderError,
         TranscriptError,
     )
+    from memlane.service.facade import Memlane
     from memlane.workers.errors import (
         PermanentLLMError,
         PermanentProviderError,
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # Resolved on first use, so importing any part of memlane (the pure pipeline included)
 # loads nothing else, and `memlane --help` starts without the workers.
 _PUBLIC = {
-    "Memlane": "memlane.facade",
+    "Memlane": "memlane.service.facade",
     "MemlaneError": "memlane.pipeline.errors",
     "BudgetError": "memlane.pipeline.errors",
     "ConfigurationError": "memlane.pipeline.errors",

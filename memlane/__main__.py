@@ -1,5 +1,5 @@
 """`python -m memlane` runs the CLI."""
 
-from memlane.cli import main
+from memlane.cli.app import main
 
 main()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from memlane.config.settings import ScoringWeights, Settings
-from memlane.pipeline.scoring import Weights
+from memlane.pipeline.ranking.scoring import Weights
 
 
 def default(name: str) -> Any:

@@ -1,5 +1,5 @@
 """The HTTP API as a deploy runs it, for the drills that drive it: `uvicorn --factory
-memlane.api:create_app` in a process of its own on 127.0.0.1, and the resident memory
+memlane.api.app:create_app` in a process of its own on 127.0.0.1, and the resident memory
 of a process tree."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def api_server(env: Mapping[str, str], log_dir: Path) -> Iterator[ApiServer]:
     answers; stopped at the end."""
     port = free_port()
     log_path = log_dir / f"api-{port}.log"
-    command = [sys.executable, "-m", "uvicorn", "--factory", "memlane.api:create_app"]
+    command = [sys.executable, "-m", "uvicorn", "--factory", "memlane.api.app:create_app"]
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
             [*command, "--host", "127.0.0.1", "--port", str(port), "--no-access-log"],

@@ -134,12 +134,12 @@ def cli_outcome(path: Path, db_url: str, *, in_process: bool) -> tuple[int, str]
     if in_process:
         from typer.testing import CliRunner
 
-        from memlane.cli import app
+        from memlane.cli.app import app
 
         result = CliRunner().invoke(app, ["enqueue", str(path)], env=env)
         return result.exit_code, result.stderr
     done = subprocess.run(
-        [sys.executable, "-m", "memlane.cli", "enqueue", str(path)],
+        [sys.executable, "-m", "memlane.cli.app", "enqueue", str(path)],
         cwd=ROOT,
         env=env_for_children(**env),
         capture_output=True,
@@ -153,7 +153,7 @@ def api_client(db_url: str) -> Any:
     with warnings.catch_warnings():  # starlette's note about httpx, not ours
         warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
-    from memlane.api import create_app
+    from memlane.api.app import create_app
     from memlane.config.settings import load_settings
 
     return TestClient(create_app(settings=load_settings(database_url=db_url)))

@@ -16,7 +16,7 @@ from bench.common import flush_redis, truncate
 from bench.drills.common import StoreState, Verdict, store_state
 from bench.fleet import Fleet, job_counts, running_fleet, wait_all_finished
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 
 # The sweep republishes what the broker lost or a killed worker held, after this long
 # without progress (production: 600 s); a drill cannot wait ten minutes.

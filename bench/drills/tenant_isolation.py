@@ -27,10 +27,10 @@ from bench.common import REDIS_URL, pg_database
 from bench.drills.common import Verdict, drill_transcript
 from bench.drills.fleet_run import run_corpus
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.tables import EpisodeRow, MemoryRow
-from memlane.pipeline.scoring import STRATEGIES
+from memlane.pipeline.ranking.scoring import STRATEGIES
+from memlane.service.facade import Memlane
 
 PER_USER = 4
 CANARY = re.compile(r"cnry(\d\d)zq")

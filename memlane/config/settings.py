@@ -117,7 +117,7 @@ class Settings(BaseSettings):
         le=1.0,
         description=(
             "w in relevance = (1 − w)·cosine + w·lexical; 0 = off; unset: 0.7 for the "
-            "hashing embedder, 0.3 for others (memlane.pipeline.scoring)"
+            "hashing embedder, 0.3 for others (memlane.pipeline.ranking.scoring)"
         ),
     )
 
@@ -157,7 +157,7 @@ class Settings(BaseSettings):
         50,
         ge=1,
         description="memories fetched per strategy order; raised to fill big budgets "
-        "(memlane.pipeline.budget.strategy_top_k)",
+        "(memlane.pipeline.assembly.budget.strategy_top_k)",
     )
     lexical_top_k: int = Field(50, ge=1, description="memories fetched by their words alone")
     vector_index: Literal["auto", "hnsw", "exact"] = Field(

@@ -39,7 +39,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 SQLITE_MMAP_BYTES = 1 << 30
 
 
-# Every PostgreSQL session reads vector top-k through HNSW indexes (store/vector_index.py)
+# Every PostgreSQL session reads vector top-k through HNSW indexes (store/memories/vector_index.py)
 # with pgvector 0.8's iterative scans: a search filtered to one user goes on past
 # ef_search candidates until the LIMIT is filled, instead of coming back short. Relaxed
 # order is enough: the assembler re-sorts by the exact cosine. Set at connection start

@@ -9,7 +9,7 @@ implicit transaction: one snapshot, no BEGIN or COMMIT, one round trip. psycopg 
 a statement it has run five times on a connection and keeps the 100 most recent, so
 planning is paid once per connection and SQL text while that text stays among them (the
 assembler's candidates statement has the user in its text: see
-models/store/assembly_reads.py).
+models/store/reads/assembly.py).
 
 Statements are SQLAlchemy's own, compiled for psycopg; parameters marked
 `literal_execute` (which the planner must see as constants, e.g. to use a partial

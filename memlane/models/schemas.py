@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from memlane.pipeline.chat_formats import ChatFormat, Flavor, check_format, read_message
+from memlane.pipeline.extraction.chat_formats import ChatFormat, Flavor, check_format, read_message
 from memlane.pipeline.records import (
     Category,
     Frozen,
@@ -124,7 +124,7 @@ def _read_fields(schema: dict[str, Any]) -> None:
 class MessageIn(Frozen):
     """One message of a transcript as a chat app sends it: memlane's plain shape, or an
     OpenAI chat / Anthropic messages message as it is (content parts, tool calls, tool
-    results, `developer`, `name`), read by `memlane.pipeline.chat_formats`. Fields no
+    results, `developer`, `name`), read by `memlane.pipeline.extraction.chat_formats`. Fields no
     format knows are ignored and counted in `ignored_fields`."""
 
     # Unknown fields are ignored (and counted) by the reader before validation; the
@@ -378,7 +378,7 @@ class EnqueueResult(Frozen):
     # Unknown message fields (`field:NAME`) and part types (`part:TYPE`) that were
     # ignored, with how often: worth a look when a count is unexpected.
     ignored_fields: dict[str, int] = Field(default_factory=dict)
-    # Why `job_ids` is empty, when it is (memlane.pipeline.cadence.why_no_window).
+    # Why `job_ids` is empty, when it is (memlane.pipeline.extraction.cadence.why_no_window).
     no_job_reason: str | None = None
 
 
@@ -386,7 +386,7 @@ class EnqueueResult(Frozen):
 
 
 class SearchRequest(Frozen):
-    """A search of one user's memories (POST /v1/search); see memlane.pipeline.search."""
+    """A search of one user's memories (POST /v1/search); see memlane.pipeline.ranking.search."""
 
     user_id: UserIdIn
     query: StoredText | None = Field(None, max_length=MAX_MESSAGE_CHARS)

@@ -128,7 +128,7 @@ class Message(Base):
     content: Mapped[str] = mapped_column(Text)
     content_sha256: Mapped[str] = mapped_column(String(64))  # '' once purged
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
-    # When retention purged its text (models/store/retention.py): the row stays, content
+    # When retention purged its text (models/store/users/retention.py): the row stays, content
     # and hash emptied, so the position is known and a re-sent transcript skips it.
     purged_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
 
@@ -196,13 +196,13 @@ class MemoryRow(Base):
     embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    # A re-embedding in progress writes here; see models/store/reembed.py.
+    # A re-embedding in progress writes here; see models/store/memories/reembed.py.
     embedding_next: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_next_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_next_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # PostgreSQL also has `content_tsv` (a generated tsvector, migration 0002); it is not
-    # mapped here because SQLite has no such column. models/store/assembly_reads.py ranks
-    # candidates with it. An HNSW index per embedder may exist too (store/vector_index.py).
+    # mapped here because SQLite has no such column. models/store/reads/assembly.py ranks
+    # candidates with it. An HNSW index per embedder may exist too (store/memories/vector_index.py).
     # Confirmations: 1 + each later, distinct piece of evidence (dedup bumps).
     access_count: Mapped[int] = mapped_column(Integer, default=1)
     # When the stating message was said.
@@ -213,9 +213,9 @@ class MemoryRow(Base):
     # When it was last stated, confirmed or shown in a context: HTM's access order, for
     # the `recent` strategy and diagnostics; never a signal of `scored`.
     accessed_at: Mapped[datetime] = mapped_column(UTC_DT)
-    # The user's short id of the item (store/refs.py), shown in contexts.
+    # The user's short id of the item (store/memories/refs.py), shown in contexts.
     ref: Mapped[int] = mapped_column(Integer)
-    # The user's change number of the last write to the row (store/changes.py).
+    # The user's change number of the last write to the row (store/users/change_feed.py).
     change_seq: Mapped[int] = mapped_column(BigInteger, default=0)
     superseded_by: Mapped[str | None] = mapped_column(String(40), nullable=True)
     source_conversation_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
@@ -248,7 +248,7 @@ class MemoryKeyword(Base):
     keyword: Mapped[str] = mapped_column(String(100), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200))
     # The memory's keyword set's size, and its topic set's (without the polarity stems):
-    # the prefix filter's length filter runs on the postings (memlane.pipeline.prefix_filter).
+    # the prefix filter's length filter runs on the postings (memlane.pipeline.dedup.prefix_filter).
     keyword_count: Mapped[int] = mapped_column(Integer)
     topic_count: Mapped[int] = mapped_column(Integer)
 
@@ -256,7 +256,7 @@ class MemoryKeyword(Base):
 class MemoryKeywordCount(Base):
     """How many of the user's memories (every status) hold each keyword: the document
     frequencies of `memory_keywords`, kept in the same transactions. Dedup reads the rarest
-    keywords' postings first (memlane.pipeline.prefix_filter)."""
+    keywords' postings first (memlane.pipeline.dedup.prefix_filter)."""
 
     __tablename__ = "memory_keyword_counts"
 
@@ -322,7 +322,7 @@ class UserState(Base):
     """One row per user: the next short id (`ref`) of the user's memories, episodes and
     procedures, which share one numbering so a short id names one item; and the user's
     change number (`version`), taken by every transaction that writes the user's
-    memories, episodes, procedures or soul blocks (store/changes.py)."""
+    memories, episodes, procedures or soul blocks (store/users/change_feed.py)."""
 
     __tablename__ = "user_state"
 
@@ -369,7 +369,7 @@ class MemoryEventRow(Base):
 class Erasure(Base):
     """A fence left by erasing a user (migration 0009): a context pack assembled for
     them before the erasure and saved after it, by another process's background
-    writer, is refused (models/store/erasures.py). Keyed by a hash of the id, so the id
+    writer, is refused (models/store/users/erasures.py). Keyed by a hash of the id, so the id
     itself is gone; the sweep lifts fences older than erasures.FENCE."""
 
     __tablename__ = "erasures"
@@ -380,7 +380,7 @@ class Erasure(Base):
 
 class UserSecret(Base):
     """A user's secret (migration 0008), made on the first purge: the key of their
-    memories' fingerprints (pipeline/fingerprints.py). Erasing the user deletes it."""
+    memories' fingerprints (pipeline/dedup/fingerprints.py). Erasing the user deletes it."""
 
     __tablename__ = "user_secrets"
 

@@ -1,6 +1,6 @@
 """The per-process working set: each active user's items, indexed for ranking
-(pipeline.user_view.UserView), kept current by the store's change feed
-(store/changes.py) and bounded in memory.
+(pipeline.ranking.user_view.UserView), kept current by the store's change feed
+(store/users/change_feed.py) and bounded in memory.
 
 - First assembly for a user: the user's change number, then every item (store/user_items).
 - Every later one: the change number alone, one small read that is all most assemblies
@@ -30,12 +30,14 @@ from sqlalchemy.orm import Session
 
 from memlane.models import collector
 from memlane.models.db import read_unit
-from memlane.models.store import changes, refs, user_items
-from memlane.models.store.context_items import episode_record, procedure_record
-from memlane.models.store.user_items import Vector
-from memlane.pipeline.memory_table import Record
+from memlane.models.store.memories import refs
+from memlane.models.store.rows import Vector
+from memlane.models.store.users import change_feed as changes
+from memlane.models.store.users import items as user_items
+from memlane.models.store.users.context_items import episode_record, procedure_record
+from memlane.pipeline.ranking.memory_table import Record
+from memlane.pipeline.ranking.user_view import RECORD_BYTES, UserView
 from memlane.pipeline.records import SoulBlock
-from memlane.pipeline.user_view import RECORD_BYTES, UserView
 
 MB = 1024 * 1024
 # On PostgreSQL, users with at most this many items load with their first assembly (a

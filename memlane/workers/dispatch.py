@@ -31,7 +31,7 @@ class Dispatcher(Protocol):
         self, memory_ids: Sequence[str], accessed_at: datetime | Sequence[datetime]
     ) -> None:
         """Move accessed_at of the memories forward to `accessed_at`: one moment for all,
-        or one per id (the batch form, as memlane.background.AccessRecorder sends)."""
+        or one per id (the batch form, as memlane.service.background.AccessRecorder sends)."""
 
     def reembed(self, user_ids: Sequence[str], model: str, dim: int) -> None: ...
 

@@ -1,4 +1,4 @@
-"""HNSW indexes for users who have become large (models/store/vector_index.py), built by
+"""HNSW indexes for users who have become large (models/store/memories/vector_index.py), built by
 the worker that made them large: after a store, after a re-embedding's swap."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import logging
 
 from memlane.config.settings import Settings
 from memlane.models.db import get_engine
-from memlane.models.store import vector_index
-from memlane.pipeline.embedding import EmbedderCapabilities
+from memlane.models.store.memories import vector_index
+from memlane.pipeline.ranking.embedding import EmbedderCapabilities
 
 log = logging.getLogger("memlane.worker")
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.pipeline.backoff import parse_retry_after
 from memlane.pipeline.errors import ExtractionError
-from memlane.pipeline.extract import parse_extraction
-from memlane.pipeline.prompts import build_extraction_messages
+from memlane.pipeline.extraction.extract import parse_extraction
+from memlane.pipeline.extraction.prompts import build_extraction_messages
 from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.errors import PermanentProviderError, TransientProviderError
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from memlane.pipeline.embedding import EmbedderCapabilities, embed_in_batches
 from memlane.pipeline.errors import ConfigurationError
+from memlane.pipeline.ranking.embedding import EmbedderCapabilities, embed_in_batches
 
 MINILM_NAME = "minilm-l6-v2-int8"
 MINILM_DIM = 384

@@ -2,7 +2,7 @@
 `memlane.reembed_user` and of the in-process worker's equivalent.
 
 The protocol (fill `embedding_next*` page by page, then swap in one UPDATE when the
-user's set is complete) is described in models/store/reembed.py. Each page is read in
+user's set is complete) is described in models/store/memories/reembed.py. Each page is read in
 one short transaction, embedded outside any, and written in another, so a slow
 embedding API holds no lock and no connection.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import reembed
+from memlane.models.store.memories import reembed
 from memlane.pipeline.errors import ConfigurationError
 from memlane.workers.embedders import Embedder, embedder_for
 from memlane.workers.indexing import index_if_large

@@ -19,21 +19,18 @@ from sqlalchemy.orm import Session
 
 from memlane.config.settings import Settings
 from memlane.models.db import one_statement, unit_of_work
-from memlane.models.store import (
-    changes,
-    context_items,
-    dedup_reads,
-    fingerprints,
-    job_windows,
-    jobs,
-    memories,
-)
+from memlane.models.store.conversations import job_windows, jobs
+from memlane.models.store.memories import fingerprints, memories
+from memlane.models.store.reads import dedup as dedup_reads
+from memlane.models.store.users import change_feed as changes
+from memlane.models.store.users import context_items
 from memlane.models.tables import Job
-from memlane.pipeline import dedup, tiers
 from memlane.pipeline.backoff import compute_backoff
+from memlane.pipeline.dedup import plan as dedup
+from memlane.pipeline.dedup.fingerprints import suppressed_indices
 from memlane.pipeline.errors import ExtractionError, MemlaneError
-from memlane.pipeline.fingerprints import suppressed_indices
-from memlane.pipeline.offline_extractor import extract_offline
+from memlane.pipeline.extraction.offline.extractor import extract_offline
+from memlane.pipeline.ranking import tiers
 from memlane.pipeline.records import Extraction, ExtractionWindow
 from memlane.workers.embedders import get_embedder
 from memlane.workers.errors import PermanentProviderError, TransientProviderError
@@ -209,7 +206,7 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
                     min_keywords=settings.dedup_min_keywords,
                 )
             )
-            if kept_out:  # purged facts said again: not stored (pipeline/fingerprints.py)
+            if kept_out:  # purged facts said again: not stored (pipeline/dedup/fingerprints.py)
                 sightings = [s for i, s in enumerate(sightings) if i not in kept_out]
                 vectors = [v for i, v in enumerate(vectors) if i not in kept_out]
             plan = dedup.plan(

@@ -9,8 +9,11 @@ from datetime import datetime, timedelta
 
 from memlane.config.settings import Settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import conversations, erasures, jobs, memories, retention
-from memlane.pipeline.cadence import tail_windows
+from memlane.models.store.conversations import jobs
+from memlane.models.store.conversations import messages as conversations
+from memlane.models.store.memories import memories
+from memlane.models.store.users import erasures, retention
+from memlane.pipeline.extraction.cadence import tail_windows
 from memlane.workers.runner import utcnow
 
 

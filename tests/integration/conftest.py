@@ -14,11 +14,11 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.db import get_engine, unit_of_work
-from memlane.models.store import vector_index
+from memlane.models.store.memories import vector_index
 from memlane.models.tables import Base
+from memlane.service.facade import Memlane
 
 PG_ADMIN_URL = os.environ.get(
     "MEMLANE_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -54,7 +54,8 @@ def pg_url() -> str:
 
 
 def _truncate(url: str) -> None:
-    """Empty every table, and drop the HNSW indexes made at run time (vector_index.py)."""
+    """Empty every table, and drop the HNSW indexes made at run time
+    (models/store/memories/vector_index.py)."""
     tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
     indexes = vector_index.hnsw_indexes(get_engine(url))
     with get_engine(url).begin() as conn:

@@ -14,13 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
-from memlane.api import create_app, main, render_openapi
+from memlane.api.app import create_app, main, render_openapi
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import get_engine
 from memlane.models.schemas import MAX_MESSAGE_CHARS
 from memlane.pipeline.errors import ConfigurationError, MemlaneError
-from memlane.readiness import check_database
+from memlane.service.facade import Memlane
+from memlane.service.readiness import check_database
 from tests.conftest import EXAMPLES
 
 EXAMPLE = EXAMPLES / "maya-01-auth-migration.json"
@@ -449,11 +449,11 @@ def test_errors_map_to_stable_codes(
 
 def test_the_checked_in_openapi_document_matches_the_code(tmp_path: Path) -> None:
     assert OPENAPI.exists(), (
-        "regenerate it: python -m memlane.api --write-openapi docs/openapi.json"
+        "regenerate it: python -m memlane.api.app --write-openapi docs/openapi.json"
     )
     assert json.loads(OPENAPI.read_text(encoding="utf-8")) == json.loads(render_openapi()), (
         "the HTTP API changed: regenerate the document with "
-        "`python -m memlane.api --write-openapi docs/openapi.json` and review the diff"
+        "`python -m memlane.api.app --write-openapi docs/openapi.json` and review the diff"
     )
     written = tmp_path / "openapi.json"
     assert main(["--write-openapi", str(written)]) == 0

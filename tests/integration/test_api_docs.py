@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memlane.api import openapi_document
+from memlane.api.app import openapi_document
 from memlane.models import migrate
 from tests.integration.test_client import KEY, Server, serve
 

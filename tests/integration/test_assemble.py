@@ -12,12 +12,12 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import Engine, event
 
-from memlane.background import PackWriter
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
-from memlane.pipeline.assembly_types import pack_json
+from memlane.pipeline.assembly.records import pack_json
+from memlane.pipeline.assembly.tokens import count_tokens, encoding_for_model
 from memlane.pipeline.errors import BudgetError, NotFoundError
-from memlane.pipeline.tokens import count_tokens, encoding_for_model
+from memlane.service.background import PackWriter
+from memlane.service.facade import Memlane
 
 
 @pytest.fixture(params=["working-set", "store-read"])

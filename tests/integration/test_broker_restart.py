@@ -12,7 +12,7 @@ import pytest
 
 from bench.drills.redis_restart import RedisServer
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 from tests.integration.fleet import WorkerProcess, fleet_env, job_statuses, wait_for_jobs
 from tests.integration.test_fleet import PREFERS_TS, llm_settings, transcript
 from tests.llm_stub import LLMStub

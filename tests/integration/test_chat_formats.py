@@ -15,13 +15,13 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from memlane.api import create_app
-from memlane.cli import app
+from memlane.api.app import create_app
+from memlane.cli.app import app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
-from memlane.models.store import conversations
+from memlane.models.store.conversations import messages as conversations
 from memlane.models.tables import Message
+from memlane.service.facade import Memlane
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "chat_formats"
 OPENAI_FILE = DATA / "openai_tool_conversation.json"

@@ -21,14 +21,14 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
-from memlane.cli import app, demo
+from memlane.cli.app import app, demo
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import memories
+from memlane.models.store.memories import memories
 from memlane.models.tables import Conversation, Job, Message
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import NotFoundError
-from memlane.pipeline.keywords import keywords
 from tests.conftest import EXAMPLES
 
 MAYA = EXAMPLES / "maya-01-auth-migration.json"
@@ -36,7 +36,7 @@ HEAVY = ("litellm", "celery", "kombu", "openai")
 # Runs the CLI's main() and then reports which heavy packages the process loaded.
 DRIVER = (
     "import sys\n"
-    "from memlane.cli import main\n"
+    "from memlane.cli.app import main\n"
     "try:\n"
     "    main()\n"
     "finally:\n"
@@ -55,7 +55,9 @@ def process(
     args: list[str], *, cwd: Path, env: dict[str, str] | None = None, driver: bool = False
 ) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-    command = [sys.executable, "-c", DRIVER] if driver else [sys.executable, "-m", "memlane.cli"]
+    command = (
+        [sys.executable, "-c", DRIVER] if driver else [sys.executable, "-m", "memlane.cli.app"]
+    )
     return subprocess.run(
         command + args,
         cwd=cwd,
@@ -578,7 +580,7 @@ def test_db_upgrade_migrates_and_prints_the_revision(tmp_path: Path, pg: str) ->
 
 def test_db_upgrade_builds_the_hnsw_indexes_of_large_users(pg: str, now: datetime) -> None:
     from memlane.models.db import get_engine
-    from memlane.models.store import vector_index
+    from memlane.models.store.memories import vector_index
     from memlane.workers.embedders import HashingEmbedder
 
     engine = get_engine(pg)
@@ -631,7 +633,7 @@ def test_serve_runs_the_http_api(tmp_path: Path) -> None:
         "MEMLANE_DATABASE_URL": f"sqlite:///{tmp_path / 'api.db'}",
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "memlane.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "memlane.cli.app", "serve", "--port", str(port)],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memlane.api import openapi_document
+from memlane.api.app import openapi_document
 from memlane.client import AsyncClient, Client, route_of
-from memlane.client_errors import (
+from memlane.client.errors import (
     Conflict,
     ConnectionFailed,
     InvalidTranscript,
@@ -59,7 +59,7 @@ def serve(tmp: Path, **env: str) -> Iterator[Server]:
     port = free_port()
     log = tmp / f"uvicorn-{port}.log"
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")}
-    command = [sys.executable, "-m", "uvicorn", "--factory", "memlane.api:create_app"]
+    command = [sys.executable, "-m", "uvicorn", "--factory", "memlane.api.app:create_app"]
     with log.open("w") as out:
         process = subprocess.Popen(
             [*command, "--host", "127.0.0.1", "--port", str(port)],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from memlane.models.db import unit_of_work
-from memlane.models.store import context_items
+from memlane.models.store.users import context_items
 from memlane.pipeline.records import ExtractedEpisode
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memlane.cli import app
+from memlane.cli.app import app
 from memlane.models import migrate
 
 

@@ -15,10 +15,13 @@ from sqlalchemy.orm import Session
 
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import dedup_reads, memories, memory_changes, users
+from memlane.models.store.memories import edits as memory_changes
+from memlane.models.store.memories import memories
+from memlane.models.store.reads import dedup as dedup_reads
+from memlane.models.store.users import erase as users
 from memlane.models.tables import MemoryKeyword, MemoryKeywordCount
-from memlane.pipeline import dedup
-from memlane.pipeline.keywords import keywords
+from memlane.pipeline.dedup import plan as dedup
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.records import ExtractedMemory, MemoryRecord
 from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
 from tests.unit.test_prefix_filter import exhaustive, found_by_lookup, needed_by_plan

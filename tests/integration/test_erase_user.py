@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import get_engine
 from memlane.models.tables import Base
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 
 VICTIM, OTHER, CANARY = "victim-7x", "other-3k", "zanzibarquokka"
@@ -127,7 +127,8 @@ def test_a_pack_in_flight_when_its_user_is_erased_is_not_saved(db_url: str, now:
     from datetime import timedelta
 
     from memlane.models.db import unit_of_work
-    from memlane.models.store import context_items, erasures, users
+    from memlane.models.store.users import context_items, erasures
+    from memlane.models.store.users import erase as users
     from memlane.models.tables import ContextPackRow, Erasure
 
     def pack(n: int, user: str) -> tuple[str, str, datetime, str]:
@@ -158,7 +159,8 @@ def test_an_erasure_started_first_holds_back_a_concurrent_pack_save(
     import threading
 
     from memlane.models.db import unit_of_work
-    from memlane.models.store import context_items, users
+    from memlane.models.store.users import context_items
+    from memlane.models.store.users import erase as users
 
     lane_settings = load_settings(database_url=db_url)
     with Memlane(lane_settings) as lane:

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.errors import ConflictError, InvalidInputError
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 
 QUERIES = (None, "where does the user live?", "tea or coffee", "how do I deploy?")

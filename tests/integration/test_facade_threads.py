@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 
 THREADS = 8
 

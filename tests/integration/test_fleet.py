@@ -15,9 +15,9 @@ import redis
 from sqlalchemy import func, select
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.tables import MemoryRow
+from memlane.service.facade import Memlane
 from tests.integration.fleet import (
     WorkerProcess,
     fleet_env,

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
-from memlane.fleet_status import StatusCache, fleet_status
 from memlane.models.schemas import FleetStatus
 from memlane.pipeline.errors import BrokerUnavailableError
+from memlane.service.facade import Memlane
+from memlane.service.fleet_status import StatusCache, fleet_status
 from tests.integration.fleet import WorkerProcess, fleet_env
 from tests.integration.test_cli import cli
 from tests.integration.test_no_job_stranded import closed_port, transcript

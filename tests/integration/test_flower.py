@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 from tests.integration.fleet import ROOT, WorkerProcess, fleet_env, wait_for_jobs
 from tests.integration.test_fleet import transcript
 

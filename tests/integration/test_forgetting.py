@@ -10,12 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import get_engine
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.errors import ConflictError, NotFoundError
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 
 

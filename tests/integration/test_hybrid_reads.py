@@ -8,13 +8,14 @@ from datetime import datetime
 import pytest
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import assembly_reads, memories
-from memlane.models.store.assembly_reads import QueryVector, websearch_terms
-from memlane.pipeline.keywords import keywords
-from memlane.pipeline.scoring import blend_relevance
+from memlane.models.store.memories import memories
+from memlane.models.store.reads import assembly as assembly_reads
+from memlane.models.store.reads.assembly import QueryVector, websearch_terms
+from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.ranking.scoring import blend_relevance
+from memlane.service.facade import Memlane
 
 
 def add(url: str, now: datetime, content: str, vector: list[float], importance: float) -> str:

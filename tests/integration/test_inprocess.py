@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 
 
 def dated_transcript(start: datetime) -> dict:

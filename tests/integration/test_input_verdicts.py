@@ -15,11 +15,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select, text
 
-from memlane.api import create_app
-from memlane.facade import Memlane
+from memlane.api.app import create_app
 from memlane.models.db import get_engine
 from memlane.models.tables import Message
 from memlane.pipeline.errors import ConflictError, InvalidInputError, TranscriptError
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 
 NUL, SURROGATE = "\x00", "\ud800"

@@ -9,9 +9,9 @@ from datetime import datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from memlane.api import create_app
-from memlane.facade import Memlane
+from memlane.api.app import create_app
 from memlane.pipeline.errors import NotFoundError
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 
 

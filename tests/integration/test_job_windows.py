@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from memlane.models.db import unit_of_work
-from memlane.models.store import job_windows, jobs
+from memlane.models.store.conversations import job_windows, jobs
 from memlane.models.tables import Message
 from tests.integration.test_store_jobs import STALE, seed
 

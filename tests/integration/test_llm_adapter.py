@@ -12,7 +12,7 @@ from types import ModuleType
 import pytest
 
 from memlane.pipeline.errors import ConfigurationError, ExtractionError
-from memlane.pipeline.prompts import build_extraction_messages
+from memlane.pipeline.extraction.prompts import build_extraction_messages
 from memlane.pipeline.records import (
     ExtractedEpisode,
     ExtractedMemory,

@@ -24,9 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import TextResourceContents
 from typer.testing import CliRunner
 
-from memlane.cli import app
+from memlane.cli.app import app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 from tests.integration.test_chat_formats import OPENAI_FILE, assert_memories_are_what_the_user_said
 from tests.integration.test_client import free_port
 

@@ -1,4 +1,4 @@
-"""SQLite's one-row aggregate read of a user's memories (store/memory_columns.py) gives,
+"""SQLite's one-row aggregate read of a user's memories (store/memories/columns.py) gives,
 bit for bit, what the row-by-row read gives, on awkward values; and declines, leaving
 the row read to serve, where a float would not come back exactly."""
 
@@ -15,8 +15,8 @@ import pytest
 
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import memory_table
-from memlane.models.store.memory_columns import MemoryColumns, sqlite_columns
+from memlane.models.store.memories import table as memory_table
+from memlane.models.store.memories.columns import MemoryColumns, sqlite_columns
 from memlane.models.tables import MemoryRow
 from memlane.workers.embedders import get_embedder
 

@@ -12,14 +12,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
-from memlane.models.store import changes, dedup_reads
+from memlane.models.store.reads import dedup as dedup_reads
+from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryKeyword, MemoryRow
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError
-from memlane.pipeline.keywords import keywords
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 from tests.integration.test_forgetting import say
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.pipeline.errors import ConflictError, InvalidInputError
+from memlane.service.facade import Memlane
 
 FACTS = [
     "Maya lives in Porto near the river.",

@@ -1,4 +1,4 @@
-"""The working set's column-wise read of a user's memories (store/memory_table.py) holds
+"""The working set's column-wise read of a user's memories (store/memories/table.py) holds
 what the row-by-row read holds: the same records, and the columns `MemoryTable` makes of
 those records, value for value, on both backends."""
 
@@ -11,11 +11,12 @@ import numpy as np
 from sqlalchemy import select, update
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
-from memlane.models.store import memory_table, user_items
+from memlane.models.store.memories import table as memory_table
+from memlane.models.store.rows import memory_columns, memory_of
 from memlane.models.tables import MemoryRow
-from memlane.pipeline.memory_table import MemoryTable
+from memlane.pipeline.ranking.memory_table import MemoryTable
+from memlane.service.facade import Memlane
 from memlane.workers.embedders import get_embedder
 
 ARRAYS = (
@@ -75,14 +76,14 @@ def test_the_column_read_holds_what_the_row_read_holds(db_url: str) -> None:
     with unit_of_work(db_url) as session:
         postgres = db_url.startswith("postgresql")
         rows = session.execute(
-            select(*user_items.memory_columns(postgres))
+            select(*memory_columns(postgres))
             .where(MemoryRow.user_id == "u1", MemoryRow.status == "active")
             .order_by(MemoryRow.id)
         ).all()
         table, models = memory_table.read(session, "u1", model=embedder.name, dim=embedder.dim)
     records, vectors = [], []
     for row in rows:
-        record, _, pair = user_items.memory_of(row, postgres)
+        record, _, pair = memory_of(row, postgres)
         records.append(record)
         vectors.append(pair)
     # then they hold the same memories, records and columns

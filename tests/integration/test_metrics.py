@@ -7,9 +7,9 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
+from memlane.service.facade import Memlane
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -10,7 +10,9 @@ from sqlalchemy import inspect, select, text
 from memlane.models import migrate
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import context_items, memories, memory_events
+from memlane.models.store.memories import events as memory_events
+from memlane.models.store.memories import memories
+from memlane.models.store.users import context_items
 from memlane.models.tables import Base, MemoryEventRow
 from tests.integration.conftest import PG_ADMIN_URL, PG_DB
 
@@ -73,7 +75,7 @@ def test_the_models_match_the_migrations(pg_url: str) -> None:
     ]
     # content_tsv exists on PostgreSQL only and is not mapped (SQLite has no such
     # column); test_postgres_has_the_lexical_index checks it instead. HNSW indexes are
-    # made per embedder at run time (models/store/vector_index.py), not by migrations.
+    # made per embedder at run time (models/store/memories/vector_index.py), not by migrations.
     diff = [
         d
         for d in diff

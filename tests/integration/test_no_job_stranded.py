@@ -20,12 +20,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy.engine import make_url
 
-from memlane.api import create_app
-from memlane.background import PackWriter
+from memlane.api.app import create_app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
-from memlane.pipeline.assembly_types import pack_json
+from memlane.pipeline.assembly.records import pack_json
 from memlane.pipeline.errors import BrokerUnavailableError, MemlaneError, NotFoundError
+from memlane.service.background import PackWriter
+from memlane.service.facade import Memlane
 from tests.integration.conftest import PG_ADMIN_URL
 from tests.integration.fleet import WorkerProcess, fleet_env, job_statuses, wait_for_jobs
 
@@ -91,7 +91,7 @@ def test_a_sweep_by_hand_publishes_what_the_broker_missed(
         # a process of its own, as an operator runs it (this one's Celery app still
         # points at the broker that was down)
         swept = subprocess.run(
-            [sys.executable, "-m", "memlane.cli", "jobs", "sweep"],
+            [sys.executable, "-m", "memlane.cli.app", "jobs", "sweep"],
             env={**os.environ, **fleet_env(pg, redis_url)},
             capture_output=True,
             text=True,

@@ -12,8 +12,9 @@ from sqlalchemy import bindparam, func, select
 
 from memlane.models.db import autocommit_engine, read_unit, unit_of_work
 from memlane.models.pipelined import compile_read, run_reads
-from memlane.models.store import assembly_reads, context_items
-from memlane.models.store.assembly_reads import CandidateQuery, QueryVector
+from memlane.models.store.reads import assembly as assembly_reads
+from memlane.models.store.reads.assembly import CandidateQuery, QueryVector
+from memlane.models.store.users import context_items
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.records import ExtractedEpisode
 from tests.integration.conftest import PG_ADMIN_URL

@@ -8,11 +8,11 @@ from __future__ import annotations
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from memlane.api import create_app
-from memlane.facade import Memlane
+from memlane.api.app import create_app
 from memlane.models.db import get_engine
 from memlane.models.tables import MemoryFingerprint, UserSecret
-from memlane.pipeline.keywords import keywords
+from memlane.pipeline.dedup.keywords import keywords
+from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 
 FACT = "I prefer jasmine tea with honey every morning."

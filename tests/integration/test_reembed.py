@@ -12,15 +12,16 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from memlane.cli import app
+from memlane.cli.app import app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import memories, memory_changes, reembed
+from memlane.models.store.memories import edits as memory_changes
+from memlane.models.store.memories import memories, reembed
 from memlane.models.tables import MemoryRow
-from memlane.pipeline.hashing_embedder import hashing_embed
-from memlane.pipeline.keywords import keywords
+from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.ranking.hashing_embedder import hashing_embed
+from memlane.service.facade import Memlane
 from memlane.workers.reembed import run_reembed_user
 from tests.integration.fleet import WorkerProcess, fleet_env
 

@@ -13,14 +13,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select, update
 
-from memlane.api import create_app
+from memlane.api.app import create_app
 from memlane.config.settings import Settings, load_settings
-from memlane.facade import Memlane
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import TranscriptIn
-from memlane.models.store import conversations, jobs
+from memlane.models.store.conversations import jobs
+from memlane.models.store.conversations import messages as conversations
 from memlane.models.tables import ContextPackRow, Job, Message
-from memlane.pipeline.cadence import WindowSpec
+from memlane.pipeline.extraction.cadence import WindowSpec
+from memlane.service.facade import Memlane
 from memlane.workers import sweeper
 from tests.integration.test_cli import cli
 from tests.integration.test_erase_user import hits

@@ -11,11 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from memlane.api import create_app
-from memlane.cli import app
+from memlane.api.app import create_app
+from memlane.cli.app import app
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane, utcnow
 from memlane.models.schemas import MemoryCreate
+from memlane.service.facade import Memlane, utcnow
 
 FACTS = [
     ("User lives in Porto.", "fact", 0.9, "verified"),

@@ -7,7 +7,7 @@ from sqlalchemy import func, select
 
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import TranscriptIn
-from memlane.models.store import conversations
+from memlane.models.store.conversations import messages as conversations
 from memlane.models.tables import Conversation, Message
 from memlane.pipeline.errors import TranscriptError
 
@@ -131,8 +131,8 @@ def test_a_transcript_and_its_jobs_are_stored_in_a_fixed_number_of_statements(
     from sqlalchemy import event
 
     from memlane.models.db import get_engine
-    from memlane.models.store import jobs
-    from memlane.pipeline.cadence import due_windows
+    from memlane.models.store.conversations import jobs
+    from memlane.pipeline.extraction.cadence import due_windows
 
     sent: list[str] = []
 

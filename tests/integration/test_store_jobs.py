@@ -5,9 +5,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from memlane.models.db import unit_of_work
-from memlane.models.store import conversations, jobs
-from memlane.pipeline.cadence import WindowSpec
+from memlane.models.store.conversations import jobs
+from memlane.models.store.conversations import messages as conversations
 from memlane.pipeline.errors import MemlaneError
+from memlane.pipeline.extraction.cadence import WindowSpec
 from tests.integration.test_store_conversations import transcript
 
 STALE = timedelta(minutes=10)

@@ -6,10 +6,13 @@ import pytest
 
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import assembly_reads, dedup_reads, memories, memory_changes
-from memlane.pipeline import dedup
+from memlane.models.store.memories import edits as memory_changes
+from memlane.models.store.memories import memories
+from memlane.models.store.reads import assembly as assembly_reads
+from memlane.models.store.reads import dedup as dedup_reads
+from memlane.pipeline.dedup import plan as dedup
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import NotFoundError
-from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import ExtractedMemory
 from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
 

@@ -6,8 +6,10 @@ import pytest
 
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
-from memlane.models.store import conversations, jobs, memories
-from memlane.pipeline.cadence import WindowSpec
+from memlane.models.store.conversations import jobs
+from memlane.models.store.conversations import messages as conversations
+from memlane.models.store.memories import memories
+from memlane.pipeline.extraction.cadence import WindowSpec
 from memlane.workers import sweeper
 from tests.integration.test_store_conversations import transcript
 from tests.integration.test_store_memories import add

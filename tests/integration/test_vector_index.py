@@ -1,4 +1,4 @@
-"""HNSW indexes per large user and embedder (models/store/vector_index.py, built by
+"""HNSW indexes per large user and embedder (models/store/memories/vector_index.py, built by
 workers/indexing.py) and the vector read that uses them, on PostgreSQL with pgvector."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from sqlalchemy.orm import Session
 
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.schemas import MemoryCreate
-from memlane.models.store import assembly_reads, memories, vector_index
-from memlane.models.store.assembly_reads import QueryVector
-from memlane.pipeline.keywords import keywords
+from memlane.models.store.memories import memories, vector_index
+from memlane.models.store.reads import assembly as assembly_reads
+from memlane.models.store.reads.assembly import QueryVector
+from memlane.pipeline.dedup.keywords import keywords
 
 MODEL = "dense-test"
 DIM = 3
@@ -156,7 +157,7 @@ def test_only_users_at_the_threshold_get_an_index(pg: str, now: datetime) -> Non
 
 def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
     from memlane.config.settings import load_settings
-    from memlane.facade import Memlane
+    from memlane.service.facade import Memlane
     from tests.integration.test_inprocess import dated_transcript
 
     engine = get_engine(pg)
@@ -172,7 +173,7 @@ def test_the_store_stage_indexes_a_user_who_became_large(pg: str) -> None:
 
 def test_index_if_large_follows_the_policy_and_never_raises(pg: str, now: datetime) -> None:
     from memlane.config.settings import load_settings
-    from memlane.pipeline.embedding import EmbedderCapabilities
+    from memlane.pipeline.ranking.embedding import EmbedderCapabilities
     from memlane.workers.indexing import index_if_large
 
     add_many(pg, now, 3)

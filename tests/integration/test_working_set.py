@@ -20,12 +20,13 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.orm import Session
 
 from memlane.config.settings import load_settings
-from memlane.facade import Memlane
 from memlane.models import working_set
 from memlane.models.db import get_engine, unit_of_work
-from memlane.models.store import changes, context_items
+from memlane.models.store.users import change_feed as changes
+from memlane.models.store.users import context_items
 from memlane.models.working_set import WorkingSet
-from memlane.pipeline.tokens import encoding_for_model
+from memlane.pipeline.assembly.tokens import encoding_for_model
+from memlane.service.facade import Memlane
 from memlane.workers.embedders import get_embedder
 
 NOW = datetime(2026, 3, 1, 12, 0).astimezone()

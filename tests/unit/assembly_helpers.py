@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline.assembly_types import AssemblyInput
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.records import AssemblyInput
+from memlane.pipeline.assembly.tokens import count_tokens, get_encoding
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
-from memlane.pipeline.tokens import count_tokens, get_encoding
 from tests.defaults import ASSEMBLY
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

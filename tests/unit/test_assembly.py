@@ -13,10 +13,10 @@ from typing import cast
 import pytest
 import tiktoken
 
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.assembly_filters import procedures_for_query
-from memlane.pipeline.assembly_types import PackEvent, pack_json
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.assembly.filters import procedures_for_query
+from memlane.pipeline.assembly.records import PackEvent, pack_json
 from memlane.pipeline.errors import BudgetError
 from tests.unit.assembly_helpers import (
     NOW,

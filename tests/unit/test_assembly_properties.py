@@ -8,12 +8,12 @@ from datetime import timedelta
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.assembly_filters import memory_exclusion
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.assembly.filters import memory_exclusion
 from memlane.pipeline.errors import BudgetError
+from memlane.pipeline.ranking.scoring import STRATEGIES
 from memlane.pipeline.records import SOUL_KINDS, MemoryRecord, SoulBlock
-from memlane.pipeline.scoring import STRATEGIES
 from tests.unit.assembly_helpers import NOW, episode, procedure, request, tokens
 
 users = st.sampled_from(["u1", "u1", "u1", "u2"])

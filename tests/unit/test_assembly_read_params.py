@@ -1,4 +1,4 @@
-"""The pipelined read's parameters (models/store/assembly_reads.py): what psycopg is given
+"""The pipelined read's parameters (models/store/reads/assembly.py): what psycopg is given
 without SQLAlchemy's types, which the ORM read has convert them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from pgvector import Vector
 
-from memlane.models.store.assembly_reads import CandidateQuery, QueryVector, _CandidatesRead
+from memlane.models.store.reads.assembly import CandidateQuery, QueryVector, _CandidatesRead
 
 
 def test_the_query_vector_goes_as_pgvector_text_and_the_orm_params_stay() -> None:

@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from memlane.models.store.assembly_reads import _COLUMNS, _record
-from memlane.models.store.memories import stored_record
-from memlane.models.store.user_items import _NAMES
+from memlane.models.store.reads.assembly import _COLUMNS, _record
+from memlane.models.store.rows import _NAMES, stored_record
 from memlane.pipeline.records import MemoryRecord
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.scoring import Weights
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.ranking.scoring import Weights
 from tests.unit.assembly_helpers import (
     episode,
     mem,
@@ -100,7 +100,7 @@ def test_an_item_below_the_floor_never_displaces_one_above_it() -> None:
 
 
 def fmt_line(memory) -> str:
-    from memlane.pipeline.context_format import memory_line
+    from memlane.pipeline.assembly.context_format import memory_line
 
     return memory_line(memory)
 

@@ -1,4 +1,4 @@
-"""Access records coalesced off the request path (memlane.background.AccessRecorder), and
+"""Access records coalesced off the request path (memlane.service.background.AccessRecorder), and
 which packs refused by an unavailable database are saved again (packs_to_retry)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memlane.background import AccessRecorder, PackRow, packs_to_retry
+from memlane.service.background import AccessRecorder, PackRow, packs_to_retry
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 T1 = T0 + timedelta(seconds=1)

@@ -5,8 +5,8 @@ from functools import partial
 
 import pytest
 
-from memlane.pipeline import budget as budget_rules
-from memlane.pipeline.budget import (
+from memlane.pipeline.assembly import budget as budget_rules
+from memlane.pipeline.assembly.budget import (
     MAX_BUDGET_TOKENS,
     MIN_MEMORY_LINE_TOKENS,
     BudgetAsk,
@@ -15,9 +15,9 @@ from memlane.pipeline.budget import (
     strategy_top_k,
     validate_budget,
 )
-from memlane.pipeline.context_format import Style, memory_line
+from memlane.pipeline.assembly.context_format import Style, memory_line
+from memlane.pipeline.assembly.tokens import get_encoding
 from memlane.pipeline.errors import BudgetError
-from memlane.pipeline.tokens import get_encoding
 from tests.defaults import SAFETY_MARGIN
 from tests.unit.assembly_helpers import mem
 
@@ -147,7 +147,7 @@ def test_strategy_top_k_grows_so_a_big_budget_can_be_filled() -> None:
 def test_the_line_floor_is_below_every_real_memory_line(style: Style) -> None:
     """If a memory line could cost less than the floor, a big budget could be left with
     fewer candidates than would fit; check the shortest plausible one."""
-    # a one-digit short id (models/store/refs.py), one word, the shortest date
+    # a one-digit short id (models/store/memories/refs.py), one word, the shortest date
     record = mem("mem_0123456789abcdef01234567", content="Ana.", ref=1, importance=0.1)
     record = record.model_copy(update={"created_at": datetime(2026, 5, 1, tzinfo=UTC)})
     line = memory_line(record, style)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import cadence as cadence_rules
-from memlane.pipeline.cadence import WindowSpec, why_no_window
+from memlane.pipeline.extraction import cadence as cadence_rules
+from memlane.pipeline.extraction.cadence import WindowSpec, why_no_window
 from tests.defaults import EXTRACT_EVERY, EXTRACT_WINDOW
 
 # The settings' defaults, passed as memlane's callers pass the settings.

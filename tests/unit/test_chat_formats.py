@@ -13,9 +13,9 @@ import pytest
 from pydantic import ValidationError
 
 from memlane.models.schemas import TranscriptIn
-from memlane.pipeline import offline_extractor as offline_extractor_rules
-from memlane.pipeline import prompts as prompts_rules
-from memlane.pipeline.chat_formats import read_message, without_tool_segments
+from memlane.pipeline.extraction import prompts as prompts_rules
+from memlane.pipeline.extraction.chat_formats import read_message, without_tool_segments
+from memlane.pipeline.extraction.offline import extractor as offline_extractor_rules
 from memlane.pipeline.records import ExtractionWindow, StoredMessage
 from tests.defaults import MAX_MEMORIES
 

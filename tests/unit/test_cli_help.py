@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from memlane.cli import app
+from memlane.cli.app import app
 
 WIDTH = 80
 

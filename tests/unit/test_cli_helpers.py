@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from memlane.cli_assemble import read_batch
-from memlane.cli_common import exit_code_for, one_line, parse_now
-from memlane.cli_ops import parse_queues, worker_command
+from memlane.cli.assemble import read_batch
+from memlane.cli.common import exit_code_for, one_line, parse_now
+from memlane.cli.ops import parse_queues, worker_command
 from memlane.pipeline.errors import (
     BudgetError,
     ConfigurationError,

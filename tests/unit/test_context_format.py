@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import context_format as fmt
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.tokens import count_tokens, get_encoding
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
-from memlane.pipeline.tokens import count_tokens, get_encoding
 
 CREATED = datetime(2026, 1, 15, 9, 30, tzinfo=UTC)
 
@@ -235,8 +235,9 @@ def test_a_document_counts_as_the_sum_of_its_lines(
     summaries: list[str],
     soul_content: str | None,
 ) -> None:
-    # the assembler's count relies on this: for these encodings (memlane.pipeline.assembly's
-    # ADDITIVE_PATTERNS) it does not recount the finished string
+    # the assembler's count relies on this: for these encodings
+    # (memlane.pipeline.assembly.assembler's ADDITIVE_PATTERNS) it does not recount the
+    # finished string
     encoding = get_encoding(encoding_name)
     soul = [] if soul_content is None else [SOUL.model_copy(update={"content": soul_content})]
     memories = [memory(c, id=f"m{i}") for i, c in enumerate(memory_contents)]

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import dedup as dedup_rules
-from memlane.pipeline.dedup import (
+from memlane.pipeline.dedup import plan as dedup_rules
+from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.dedup.plan import (
     DedupPlan,
     PlannedBump,
     PlannedReread,
@@ -25,7 +26,6 @@ from memlane.pipeline.dedup import (
     distinct_evidence,
     jaccard,
 )
-from memlane.pipeline.keywords import keywords
 from memlane.pipeline.records import ExtractedMemory, MemoryRecord, MemoryStatus
 from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
 

@@ -1,11 +1,11 @@
-"""Which found memories the dedup plan reads (pipeline/dedup_needs.py), case by case; the
+"""Which found memories the dedup plan reads (pipeline/dedup/needs.py), case by case; the
 property that the plan over them equals the plan over the whole store is in
 tests/unit/test_prefix_filter.py."""
 
 from __future__ import annotations
 
-from memlane.pipeline.dedup_needs import Found, needed
-from memlane.pipeline.keywords import keywords
+from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.dedup.needs import Found, needed
 from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
 
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from functools import partial
 
 from memlane.config.settings import load_settings
-from memlane.pipeline import hashing_embedder as hashing_rules
-from memlane.pipeline.embedding import embed_in_batches
+from memlane.pipeline.ranking import hashing_embedder as hashing_rules
+from memlane.pipeline.ranking.embedding import embed_in_batches
 from memlane.workers.embedders import (
     HashingEmbedder,
     LiteLLMEmbedder,

@@ -15,7 +15,7 @@ from bench.eval_retrieval import (
     raw_messages,
     recent_window,
 )
-from memlane.pipeline.tokens import encoding_for_model
+from memlane.pipeline.assembly.tokens import encoding_for_model
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

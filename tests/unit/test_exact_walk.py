@@ -1,5 +1,5 @@
 """A working set's assembly includes exactly what walking every ranked item includes
-(pipeline.exact_walk): the same context and the same decisions in its pack, whatever
+(pipeline.assembly.exact_walk): the same context and the same decisions in its pack, whatever
 the walk margin, on users built to make a cut walk miss (long items ranked first, many
 short ones far down, tight budgets, near-ties, items out of id order)."""
 
@@ -13,12 +13,12 @@ import tiktoken
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import exact_walk, shortlists, walk_rows
+from memlane.pipeline.assembly import exact_walk, shortlists, walk_rows
+from memlane.pipeline.assembly.exact_walk import assemble_from_view
+from memlane.pipeline.assembly.tokens import get_encoding
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import BudgetError
-from memlane.pipeline.exact_walk import assemble_from_view
-from memlane.pipeline.keywords import keywords
-from memlane.pipeline.tokens import get_encoding
-from memlane.pipeline.user_view import UserView
+from memlane.pipeline.ranking.user_view import UserView
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request, soul
 from tests.unit.test_user_view import MODEL, WORDS, vector
@@ -173,7 +173,7 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
     # what it considered, it decided as the walk of every item did
     considered = {i["id"]: i for i in every.pack_data["items"]}
     assert all(considered[i["id"]] == i for i in exact.pack_data["items"])
-    # the walk gone on past the shortlist (pipeline.walk_on) is the assembly of the
+    # the walk gone on past the shortlist (pipeline.assembly.walk_on) is the assembly of the
     # widened shortlist anew, pack and all
     with (
         mock.patch.object(shortlists, "MIN_WALK", min_walk),

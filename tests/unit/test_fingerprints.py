@@ -3,8 +3,13 @@ per user (another user's secret gives other hashes), with known memories first."
 
 from __future__ import annotations
 
-from memlane.pipeline.fingerprints import Fingerprint, fingerprint, matches, suppressed_indices
-from memlane.pipeline.keywords import keywords
+from memlane.pipeline.dedup.fingerprints import (
+    Fingerprint,
+    fingerprint,
+    matches,
+    suppressed_indices,
+)
+from memlane.pipeline.dedup.keywords import keywords
 
 A, B = b"a" * 32, b"b" * 32
 RULE = {"threshold": 0.6, "min_keywords": 3}

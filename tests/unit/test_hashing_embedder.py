@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.pipeline import hashing_embedder as hashing_rules
-from memlane.pipeline.hashing_embedder import stemmed_tokens
+from memlane.pipeline.ranking import hashing_embedder as hashing_rules
+from memlane.pipeline.ranking.hashing_embedder import stemmed_tokens
 from tests.defaults import EMBEDDING_DIM
 
 # The settings' defaults, passed as memlane's callers pass the settings.
@@ -36,7 +36,7 @@ def test_tokens_are_lowercased_stemmed_and_free_of_stopwords() -> None:
 def test_same_vectors_in_another_process_with_another_hash_seed() -> None:
     script = (
         "import json, sys\n"
-        "from memlane.pipeline.hashing_embedder import hashing_embed\n"
+        "from memlane.pipeline.ranking.hashing_embedder import hashing_embed\n"
         "print(json.dumps(hashing_embed(json.loads(sys.argv[1]), dim=64)))\n"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.pipeline.keywords import (
+from memlane.pipeline.dedup.keywords import (
     NLTK_ENGLISH_STOPWORDS,
     STOPWORDS,
     keywords,

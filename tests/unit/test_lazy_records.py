@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline import exact_walk
-from memlane.pipeline.memory_table import LazyRecords, MemoryTable
-from memlane.pipeline.user_view import UserView
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly import exact_walk
+from memlane.pipeline.ranking.memory_table import LazyRecords, MemoryTable
+from memlane.pipeline.ranking.user_view import UserView
 from tests.unit.assembly_helpers import mem
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.pipeline.lexical import bm25_scores, normalise_by_max
-from memlane.pipeline.scoring import blend_relevance, hybrid_relevance
+from memlane.pipeline.ranking.lexical import bm25_scores, normalise_by_max
+from memlane.pipeline.ranking.scoring import blend_relevance, hybrid_relevance
 
 DOCS = {"d1": ["a", "b"], "d2": ["b", "c"], "d3": ["c", "d", "e", "f"]}
 

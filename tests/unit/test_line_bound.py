@@ -1,4 +1,4 @@
-"""A line's least cost (pipeline.line_bound) is never more than its tokens, for any
+"""A line's least cost (pipeline.assembly.line_bound) is never more than its tokens, for any
 content, ref, date, importance and name, in every style and known encoding."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import context_format as fmt
-from memlane.pipeline import line_bound
-from memlane.pipeline.tokens import ENCODING_SPECS, get_encoding
+from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly import line_bound
+from memlane.pipeline.assembly.tokens import ENCODING_SPECS, get_encoding
 from tests.unit.assembly_helpers import episode, mem, procedure
 
 ENCODINGS = [get_encoding(name) for name in ENCODING_SPECS]

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlane.models.schemas import TranscriptIn
-from memlane.pipeline import cadence as cadence_rules
-from memlane.pipeline import offline_extractor as offline_extractor_rules
-from memlane.pipeline.keywords import polarity
-from memlane.pipeline.offline_extractor import episode_topics
+from memlane.pipeline.dedup.keywords import polarity
+from memlane.pipeline.extraction import cadence as cadence_rules
+from memlane.pipeline.extraction.offline import extractor as offline_extractor_rules
+from memlane.pipeline.extraction.offline.extractor import episode_topics
 from memlane.pipeline.records import ExtractedMemory, ExtractionWindow, Role, StoredMessage
 from tests.conftest import EXAMPLES
 from tests.defaults import EXTRACT_EVERY, EXTRACT_WINDOW, MAX_MEMORIES
@@ -515,7 +515,7 @@ import json, sys
 from datetime import UTC, datetime
 from memlane.models.schemas import TranscriptIn
 from memlane.pipeline.records import ExtractionWindow, StoredMessage
-from memlane.pipeline.offline_extractor import extract_offline
+from memlane.pipeline.extraction.offline.extractor import extract_offline
 t = TranscriptIn.model_validate_json(open(sys.argv[1], encoding="utf-8").read())
 messages = [StoredMessage(conversation_id="c", seq=i, role=m.role, content=m.content,
             created_at=datetime(2026, 1, 1, tzinfo=UTC)) for i, m in enumerate(t.messages)]

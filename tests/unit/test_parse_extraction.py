@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import extract as extract_rules
 from memlane.pipeline.errors import ExtractionError
-from memlane.pipeline.extract import MAX_ANSWER_CHARS
+from memlane.pipeline.extraction import extract as extract_rules
+from memlane.pipeline.extraction.extract import MAX_ANSWER_CHARS
 from memlane.pipeline.records import CATEGORIES, ExtractedEpisode, ExtractedMemory, Extraction
 from tests.defaults import MAX_MEMORIES
 

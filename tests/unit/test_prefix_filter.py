@@ -4,7 +4,7 @@ The lookup is simulated here exactly as the store runs it (tests/integration/
 test_dedup_lookup.py checks the SQL against the same simulation): the probes' postings,
 the memories found `at_least` times, then `Matcher` (which answers as `could_match`,
 tested below). The exhaustive answer compares every stored memory with every new one by
-the rules themselves (similarity.py).
+the rules themselves (pipeline/dedup/similarity.py).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.dedup import Sighting, duplicate_of, plan
-from memlane.pipeline.dedup_needs import Found, needed
-from memlane.pipeline.keywords import POLARITY_STEMS, keywords, topic_keywords
-from memlane.pipeline.prefix_filter import (
+from memlane.pipeline.dedup.keywords import POLARITY_STEMS, keywords, topic_keywords
+from memlane.pipeline.dedup.needs import Found, needed
+from memlane.pipeline.dedup.plan import Sighting, duplicate_of, plan
+from memlane.pipeline.dedup.prefix_filter import (
     Matcher,
     _largest,
     _least_overlap,
@@ -30,13 +30,13 @@ from memlane.pipeline.prefix_filter import (
     probes,
     required_overlap,
 )
-from memlane.pipeline.records import ExtractedMemory, MemoryRecord, MemoryStatus
-from memlane.pipeline.similarity import (
+from memlane.pipeline.dedup.similarity import (
     Statement,
     jaccard,
     statements_conflict,
     statements_duplicate,
 )
+from memlane.pipeline.records import ExtractedMemory, MemoryRecord, MemoryStatus
 from tests.defaults import DEDUP_MIN_KEYWORDS, DEDUP_THRESHOLD
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

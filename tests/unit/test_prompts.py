@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memlane.pipeline import prompts as prompt_rules
-from memlane.pipeline.prompts import (
+from memlane.pipeline.extraction import prompts as prompt_rules
+from memlane.pipeline.extraction.prompts import (
     EXTRACTION_JSON_SCHEMA,
     EXTRACTION_RESPONSE_FORMAT,
     render_transcript,

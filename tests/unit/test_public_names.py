@@ -20,7 +20,7 @@ def test_every_public_error_is_importable_from_memlane(name: str) -> None:
 
 def test_the_facade_is_importable_from_memlane() -> None:
     from memlane import Memlane
-    from memlane.facade import Memlane as FacadeMemlane
+    from memlane.service.facade import Memlane as FacadeMemlane
 
     assert Memlane is FacadeMemlane
 

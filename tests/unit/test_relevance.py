@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.lexical import bm25_scores
-from memlane.pipeline.relevance import (
+from memlane.pipeline.ranking.lexical import bm25_scores
+from memlane.pipeline.ranking.relevance import (
     CorpusItem,
     bm25,
     build_corpus,
@@ -203,8 +203,8 @@ def test_a_patch_leaves_every_earlier_corpus_as_it_was(by_component: bool) -> No
 # order) differ from one process to the next, differed in the last bit: enough to swap
 # two items of nearly equal score, so two processes gave different bytes for one store.
 _SCORES_IN_A_FRESH_PROCESS = """
-from memlane.pipeline.lexical import bm25_scores
-from memlane.pipeline.relevance import CorpusItem, bm25, build_corpus
+from memlane.pipeline.ranking.lexical import bm25_scores
+from memlane.pipeline.ranking.relevance import CorpusItem, bm25, build_corpus
 words = [f"w{n}" for n in range(40)]
 docs = {f"d{i}": words[i % 7 : i % 7 + 3 + i % 11] for i in range(60)}
 items = [CorpusItem(d, frozenset(ws)) for d, ws in docs.items()]

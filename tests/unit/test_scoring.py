@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import scoring as scoring_rules
-from memlane.pipeline.records import MemoryRecord
-from memlane.pipeline.scoring import (
+from memlane.pipeline.ranking import scoring as scoring_rules
+from memlane.pipeline.ranking.scoring import (
     STRATEGIES,
     Strategy,
     Weights,
@@ -23,6 +22,7 @@ from memlane.pipeline.scoring import (
     effective_importance,
     frequency_score,
 )
+from memlane.pipeline.records import MemoryRecord
 from tests.defaults import HALF_LIFE_HOURS, WEIGHTS
 
 # The settings' defaults, passed as memlane's callers pass the settings.
@@ -310,7 +310,7 @@ def test_rank_scores_exactly_as_score_memory(
 
 def test_the_lexical_weight_follows_the_embedder() -> None:
     from memlane.config.settings import load_settings
-    from memlane.pipeline.scoring import default_lexical_weight
+    from memlane.pipeline.ranking.scoring import default_lexical_weight
     from memlane.workers.embedders import get_embedder
 
     hashing = get_embedder(load_settings(embedding_model="hashing"))

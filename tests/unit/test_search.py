@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.search import SearchFilters, search_memories
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.ranking.search import SearchFilters, search_memories
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, days_ago, mem, request
 

@@ -121,6 +121,6 @@ def test_the_pipeline_scan_finds_a_defaulted_setting() -> None:
 def test_the_pipeline_weights_have_no_defaults_of_their_own() -> None:
     from dataclasses import MISSING, fields
 
-    from memlane.pipeline.scoring import Weights
+    from memlane.pipeline.ranking.scoring import Weights
 
     assert all(f.default is MISSING for f in fields(Weights))

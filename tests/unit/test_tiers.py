@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memlane.pipeline.ranking.tiers import earns_verified, promotions
 from memlane.pipeline.records import MemoryRecord
-from memlane.pipeline.tiers import earns_verified, promotions
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 

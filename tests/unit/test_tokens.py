@@ -10,15 +10,15 @@ import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public  # type: ignore[import-untyped]
 
-from memlane.pipeline import tokens
-from memlane.pipeline.errors import ConfigurationError
-from memlane.pipeline.tokens import (
+from memlane.pipeline.assembly import tokens
+from memlane.pipeline.assembly.tokens import (
     ENCODING_SPECS,
     count_tokens,
     encoding_for_model,
     encoding_name_for_model,
     get_encoding,
 )
+from memlane.pipeline.errors import ConfigurationError
 
 SAMPLES = [
     "hello world",

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.top_k import lexicographic_top, lexicographic_top_of
+from memlane.pipeline.ranking.top_k import lexicographic_top, lexicographic_top_of
 
 # few distinct values, so that ties at the cut (on one key or all of them) are the rule
 values = st.sampled_from([0.0, -0.0, 0.25, 0.5, 1.0, -1.0, 3.0])

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from memlane.cli.transcript_files import expand_paths, read_transcripts
 from memlane.pipeline.errors import TranscriptError
-from memlane.transcript_files import expand_paths, read_transcripts
 
 
 def transcript(

@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import shortlists
-from memlane.pipeline.assembly import assemble_context
+from memlane.pipeline.assembly import shortlists
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import BudgetError
-from memlane.pipeline.keywords import keywords
-from memlane.pipeline.memory_table import MemoryTable
+from memlane.pipeline.ranking.memory_table import MemoryTable
+from memlane.pipeline.ranking.relevance import cosines
+from memlane.pipeline.ranking.user_view import UserView
 from memlane.pipeline.records import MemoryRecord
-from memlane.pipeline.relevance import cosines
-from memlane.pipeline.user_view import UserView
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import NOW, episode, mem, procedure, request
 
@@ -165,7 +165,7 @@ def test_the_shortlist_assembles_what_the_whole_store_assembles(
 def kept_ranked(
     kept: set[str], added: frozenset[str], everything, by_relevance: bool, floor: float
 ) -> bool:
-    """The items `kept`, but those `added` out of order (pipeline.walk_rows), are the
+    """The items `kept`, but those `added` out of order (pipeline.assembly.walk_rows), are the
     first of the assembler's walk order (read from the pack of an assembly of the whole
     store), for the ranked part of the store."""
     kept = kept - added

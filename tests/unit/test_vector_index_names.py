@@ -1,4 +1,4 @@
-"""The HNSW index policy and names (models/store/vector_index.py); building them is
+"""The HNSW index policy and names (models/store/memories/vector_index.py); building them is
 tested on PostgreSQL in tests/integration/test_vector_index.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from memlane.config.settings import load_settings
-from memlane.models.store.vector_index import index_name, wants_hnsw
+from memlane.models.store.memories.vector_index import index_name, wants_hnsw
 from memlane.workers.embedders import embedder_for
 
 

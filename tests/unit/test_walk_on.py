@@ -1,12 +1,12 @@
-"""pipeline.walk_on: rule 4's walk gone on with more items equals an assembly of all of
+"""pipeline.assembly.walk_on: rule 4's walk gone on with more items equals an assembly of all of
 them, and it declines (None) where it would not."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from memlane.pipeline.assembly import assemble_context
-from memlane.pipeline.walk_on import walk_on
+from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.assembly.walk_on import walk_on
 from tests.defaults import WEIGHTS
 from tests.unit.assembly_helpers import episode, mem, request, soul
 

@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline import walk_rows
-from memlane.pipeline.walk_rows import Ranking
+from memlane.pipeline.assembly import walk_rows
+from memlane.pipeline.assembly.walk_rows import Ranking
 
 
 class _View:

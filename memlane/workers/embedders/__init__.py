@@ -2,7 +2,7 @@
 
 Each is a plug-in, one module here (hashing, minilm, litellm for any other name), listed
 in `registry`; the protocol and the capability record the store and the scorer read are
-in memlane.pipeline.embedding.
+in memlane.pipeline.ranking.embedding.
 
 Each vector is stored with its embedder's `name` ("hashing-256", "minilm-l6-v2-int8", the
 litellm model) and dimension; `embedder_for` rebuilds an embedder from either a setting's
@@ -13,7 +13,7 @@ value or a stored name, which is how the assembler embeds a query for memories t
 from __future__ import annotations
 
 from memlane.config.settings import Settings
-from memlane.pipeline.embedding import Embedder, EmbedderCapabilities
+from memlane.pipeline.ranking.embedding import Embedder, EmbedderCapabilities
 from memlane.workers.embedders.hashing import HashingEmbedder
 from memlane.workers.embedders.litellm import LiteLLMEmbedder
 from memlane.workers.embedders.query_cache import QueryEmbeddingCache, embed_query

@@ -1,4 +1,4 @@
-"""The `hashing` embedder (the default): `memlane.pipeline.hashing_embedder`, offline,
+"""The `hashing` embedder (the default): `memlane.pipeline.ranking.hashing_embedder`, offline,
 deterministic, no model files. Lexical: texts that share (stemmed) words are close; it
 knows no synonyms. Stored as "hashing-<dim>"."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memlane.config.settings import Settings
-from memlane.pipeline.embedding import EmbedderCapabilities
 from memlane.pipeline.errors import ConfigurationError
-from memlane.pipeline.hashing_embedder import hashing_embed
+from memlane.pipeline.ranking.embedding import EmbedderCapabilities
+from memlane.pipeline.ranking.hashing_embedder import hashing_embed
 from memlane.workers.embedders.plugin import EmbedderPlugin
 
 PREFIX = "hashing-"

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memlane.config.settings import Settings
-from memlane.pipeline.embedding import EmbedderCapabilities, embed_in_batches
 from memlane.pipeline.errors import ConfigurationError
+from memlane.pipeline.ranking.embedding import EmbedderCapabilities, embed_in_batches
 from memlane.workers.embedders.plugin import EmbedderPlugin
 from memlane.workers.llm import load_litellm, translate_litellm_error
 

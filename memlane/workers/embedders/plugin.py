@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memlane.config.settings import Settings
-from memlane.pipeline.embedding import Embedder
+from memlane.pipeline.ranking.embedding import Embedder
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from memlane.pipeline.embedding import Embedder
+from memlane.pipeline.ranking.embedding import Embedder
 
 
 class QueryEmbeddingCache:

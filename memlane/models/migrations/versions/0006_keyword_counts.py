@@ -4,9 +4,9 @@
   each keyword, filled from `memory_keywords` (every status, as the index holds them),
   and under the empty keyword how many memories the index holds.
   Dedup reads only the postings of a new memory's rarest keywords
-  (memlane.pipeline.prefix_filter); the store keeps the counts current from then on.
+  (memlane.pipeline.dedup.prefix_filter); the store keeps the counts current from then on.
 - "user" (the subject of every extracted memory) is no longer a keyword
-  (memlane.pipeline.keywords): it goes from the stored keywords of every memory and from
+  (memlane.pipeline.dedup.keywords): it goes from the stored keywords of every memory and from
   the index, except where the text says "users" (a plural is still a keyword).
 
 Revision ID: 0006

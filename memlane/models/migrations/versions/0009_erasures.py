@@ -2,7 +2,7 @@
 
 Erasing a user leaves a sha256 of their id and the moment for ten minutes, so a context
 pack assembled before the erasure and saved after it (by another process's background
-writer) is refused instead of outliving the erasure (models/store/erasures.py). A new,
+writer) is refused instead of outliving the erasure (models/store/users/erasures.py). A new,
 empty table: no existing row is read or changed.
 
 Revision ID: 0009

@@ -4,7 +4,7 @@ Each posting carries the size of its memory's keyword set and of its topic set (
 keywords without the polarity stems), and the index `(user_id, keyword, memory_id)`
 becomes `(user_id, keyword, topic_count, keyword_count, memory_id)`: the dedup lookup
 reads a keyword's postings only within the sizes a similar set can have
-(memlane.pipeline.prefix_filter). Every existing posting is filled from its memory's
+(memlane.pipeline.dedup.prefix_filter). Every existing posting is filled from its memory's
 stored keywords; nothing else changes.
 
 Revision ID: 0010
@@ -22,7 +22,7 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-# memlane.pipeline.keywords.POLARITY_STEMS as of this revision
+# memlane.pipeline.dedup.keywords.POLARITY_STEMS as of this revision
 _POLARITY = ("alway", "dislik", "enjoy", "hate", "like", "love", "prefer", "quit", "stop")
 
 

@@ -1,0 +1,262 @@
+"""What every CLI command shares: the error policy, the consoles, opening the facade and
+waiting for jobs with a progress bar.
+
+Exit codes: 0 ok; 1 the work failed (a job failed or timed out, BudgetError, NotFoundError,
+any other memlane error, an unexpected error); 2 bad usage or bad input (TranscriptError,
+ConfigurationError, ValueError — which includes pydantic's ValidationError — and Typer's
+own usage errors). NotFoundError is 1, not 2: the command was well formed, the thing it
+names is not there (as `grep` exits 1 when nothing matches).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendors click
+from typer.core import TyperGroup
+
+from memlane.pipeline.errors import ConfigurationError, MemlaneError, TranscriptError
+
+if TYPE_CHECKING:
+    # typer vendors click; its Context is what a group's invoke receives.
+    from typer._click.core import Context as ClickContext
+
+    from memlane.service.facade import Memlane
+
+USAGE_EXIT = 2
+FAILURE_EXIT = 1
+
+# Rich wraps long lines at the terminal width; error lines are written with typer.echo so
+# they stay one line whatever their length.
+# markup off: memory contents and ids are printed as they are, brackets included.
+stdout = Console(highlight=False, markup=False)
+stderr = Console(stderr=True, highlight=False, markup=False)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """`text` safe to print in a terminal: control characters (an escape sequence in a
+    memory's content would recolour or rewrite the screen) written as `\\x1b`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def one_line(exc: BaseException) -> str:
+    """The error as one line: pydantic errors as `field: message; …`, others' first line."""
+    if isinstance(exc, ValidationError):
+        parts = []
+        for error in exc.errors()[:5]:
+            message = error["msg"].removeprefix("Value error, ")
+            where = ".".join(str(part) for part in error["loc"])
+            parts.append(f"{where}: {message}" if where else message)
+        return "; ".join(parts)
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]
+
+
+def exit_code_for(exc: BaseException) -> int:
+    if isinstance(exc, TranscriptError | ConfigurationError | ValueError):
+        return USAGE_EXIT
+    return FAILURE_EXIT
+
+
+def fail(message: str, code: int = FAILURE_EXIT) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def unwrapped(text: str) -> str:
+    """Help text as paragraphs of one line each, for the terminal to wrap: Typer keeps a
+    docstring's line breaks, so at 80 columns a sentence broke twice (a word alone on a
+    line). Paragraphs stay apart; a line of its own ("\b" first) stays one."""
+    return "\n\n".join(
+        para if para.startswith("\b") else " ".join(para.split())
+        for para in inspect.cleandoc(text).split("\n\n")
+    )
+
+
+def _no_type(ctx: object) -> None:
+    return None
+
+
+def tidy_help(command: Any) -> None:
+    """Unwrap the help texts of `command` and every subcommand, and drop the `<bool>`
+    Typer shows beside a flag: a flag takes no value, and the placeholder says it does."""
+    for holder in (command, *command.params):
+        if getattr(holder, "help", None):
+            holder.help = unwrapped(holder.help)
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.display_type_rich = _no_type
+    made = command.get_help_option  # --help is made when help is shown
+
+    def help_option(ctx: Any) -> Any:
+        option = made(ctx)
+        if option is not None:
+            option.display_type_rich = _no_type
+        return option
+
+    command.get_help_option = help_option
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub)
+
+
+class MemlaneGroup(TyperGroup):
+    """The root command group: turns an error raised by any command into one line on
+    stderr and its exit code, or re-raises it under --debug; tidies every command's help
+    (see tidy_help) once, when Typer builds the group."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        tidy_help(self)
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        # `--debug` after the subcommand too (`memlane assemble … --debug`), up to a `--`
+        end = args.index("--") if "--" in args else len(args)
+        if "--debug" in args[1:end]:
+            args = ["--debug", *(a for i, a in enumerate(args) if a != "--debug" or i >= end)]
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: ClickContext) -> Any:
+        try:
+            return super().invoke(ctx)
+        except NoArgsIsHelpError:  # a command given nothing: its help, as asked
+            raise
+        except UsageError as exc:  # a bad option or argument: one line, like every error
+            if ctx.meta.get("memlane.debug"):
+                raise
+            where = exc.ctx.command_path if exc.ctx is not None else "memlane"
+            message = " ".join(exc.format_message().replace("Value error, ", "").split())
+            fail(f"{message} (see {where} --help)", USAGE_EXIT)
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
+        except Exception as exc:
+            if ctx.meta.get("memlane.debug"):
+                raise
+            if isinstance(exc, MemlaneError | ValueError):  # raised on purpose, self-explaining
+                fail(one_line(exc), exit_code_for(exc))
+            hint = database_hint(exc)
+            if hint:
+                fail(hint, FAILURE_EXIT)
+            fail(f"{type(exc).__name__}: {one_line(exc)} (run with --debug)", exit_code_for(exc))
+
+
+_NO_DATABASE = re.compile(r'database "([^"]+)" does not exist')
+_NO_SCHEMA = re.compile(r'relation "[^"]+" does not exist|no such table')
+_REFUSED = re.compile(r"Connection refused|could not connect|connection failed|timeout expired")
+
+
+def database_hint(exc: BaseException) -> str | None:
+    """What to do about a database error a new deployment meets, or None."""
+    text = str(exc)
+    if missing := _NO_DATABASE.search(text):
+        name = missing.group(1)
+        return (
+            f"the database {name!r} does not exist: create it (createdb {name}), then "
+            "run `memlane db upgrade`"
+        )
+    if _NO_SCHEMA.search(text):
+        return "the database has no memlane tables yet: run `memlane db upgrade`"
+    if type(exc).__name__ == "OperationalError" and _REFUSED.search(text):
+        return (
+            "cannot reach the database of MEMLANE_DATABASE_URL: is PostgreSQL running and "
+            f"the URL right? ({one_line(exc)})"
+        )
+    return None
+
+
+def parse_now(value: str | None) -> datetime | None:
+    """An ISO 8601 time; one without a zone is read as UTC."""
+    return None if value is None else parse_time(value, "--now")
+
+
+def parse_time(value: str, option: str) -> datetime:
+    """An ISO 8601 time given to `option`; one without a zone is read as UTC."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{option}: not an ISO 8601 time: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def open_lane(**overrides: Any) -> Memlane:
+    """The facade on the settings from MEMLANE_* variables (and `overrides`). Imported here,
+    not at module level, so `memlane --help` does not load the database layer."""
+    from memlane.config.settings import load_settings
+    from memlane.service.facade import Memlane
+
+    return Memlane(load_settings(**overrides), actor="cli")
+
+
+@contextmanager
+def lane_session(**overrides: Any) -> Iterator[Memlane]:
+    lane = open_lane(**overrides)
+    try:
+        yield lane
+    finally:
+        lane.close()  # saves the packs and runs the in-process worker's last items
+
+
+FINISHED = ("done", "failed")
+
+
+def wait_for_jobs(
+    lane: Memlane,
+    job_ids: Sequence[str],
+    *,
+    timeout: float,
+    label: str = "extracting",
+    console: Console = stderr,
+) -> dict[str, str]:
+    """Wait for the jobs with a progress bar (finished / total); returns their statuses,
+    some not finished when the timeout came first."""
+    statuses: dict[str, str] = {}
+    if not job_ids:
+        return statuses
+    deadline = time.monotonic() + timeout
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task(label, total=len(job_ids))
+        while True:
+            # The facade's wait runs the in-process worker while it waits; a short
+            # timeout brings control back here to move the bar.
+            statuses = lane.wait(job_ids, timeout=0.25, poll_s=0.1)
+            finished = sum(status in FINISHED for status in statuses.values())
+            progress.update(task, completed=finished)
+            if finished == len(job_ids) or time.monotonic() >= deadline:
+                return statuses
+
+
+def report_job_outcomes(lane: Memlane, statuses: Mapping[str, str], *, timeout: float) -> int:
+    """One stderr line per failed or unfinished job; the exit code they add up to."""
+    code = 0
+    for job_id, status in statuses.items():
+        if status == "failed":
+            error = lane.job(job_id).last_error or "no error recorded"
+            typer.echo(f"error: job {job_id} failed: {error.splitlines()[0]}", err=True)
+            code = FAILURE_EXIT
+        elif status not in FINISHED:
+            typer.echo(
+                f"error: job {job_id} is still {status} after {timeout:g} s "
+                "(is a worker running for the extract and store queues?)",
+                err=True,
+            )
+            code = FAILURE_EXIT
+    return code

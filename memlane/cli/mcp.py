@@ -1,0 +1,69 @@
+"""`memlane mcp`: serve one user's memories over the Model Context Protocol
+(memlane.mcp.server), on stdio for a desktop client or on streamable HTTP."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Literal
+
+import typer
+
+from memlane.cli.common import USAGE_EXIT, fail, lane_session, stderr
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def mcp(
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            help="The user whose memories the server serves (default MEMLANE_MCP_USER); "
+            "no tool can pick another.",
+            show_default=False,
+        ),
+    ] = None,
+    transport: Annotated[
+        Literal["stdio", "http"],
+        typer.Option(help="stdio (a client starts this command) or streamable HTTP."),
+    ] = "stdio",
+    host: Annotated[str, typer.Option(help="HTTP: the interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP: the port.")] = 8765,
+    path: Annotated[str, typer.Option(help="HTTP: the endpoint's path.")] = "/mcp",
+) -> None:
+    """Serve a user's memories over MCP: remember, recall, search, list_memories, pin and
+    forget, and the memories as a resource. Over HTTP, MEMLANE_API_KEYS (when set) are
+    required as bearer tokens."""
+    from memlane.config.settings import load_settings
+    from memlane.service.input_checks import check_text
+
+    settings = load_settings()
+    user_id = user or settings.mcp_user
+    if not user_id:
+        fail("name the user: --user U, or MEMLANE_MCP_USER", USAGE_EXIT)
+    user_id = check_text(user_id, "user_id")  # read as every door reads it: stripped
+    if transport == "http" and not _loopback(host) and not settings.api_keys:
+        stderr.print(
+            f"warning: serving {user_id}'s memories on {host} without a key; "
+            "set MEMLANE_API_KEYS to require one"
+        )
+    from memlane.mcp.server import build_server, http_app
+
+    level = "DEBUG" if settings.log_level == "DEBUG" else "WARNING"
+    with lane_session() as lane:
+        lane.actor = "mcp"  # who memories' histories say made the changes
+        server = build_server(lane, user_id, log_level=level)
+        if transport == "stdio":
+            server.run("stdio")
+            return
+        import uvicorn
+
+        app = http_app(server, keys=settings.api_keys, host=host, path=path)
+        uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower())

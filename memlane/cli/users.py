@@ -1,0 +1,88 @@
+"""`memlane users …`: operations on a user as a whole."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memlane.cli.common import USAGE_EXIT, fail, lane_session, stderr
+
+app = typer.Typer(
+    help="Users as a whole: erase, export, import; delete one of their conversations.",
+    no_args_is_help=True,
+)
+
+
+@app.command()
+def erase(
+    user: Annotated[str, typer.Option("--user", help="The user to erase.", show_default=False)],
+    yes: Annotated[
+        bool, typer.Option("--yes", help="Confirm: the user's data is deleted for good.")
+    ] = False,
+) -> None:
+    """Delete every row of the user in one transaction: messages, conversations, jobs,
+    memories and their vectors, episodes, procedures, soul blocks, context packs. For
+    "delete my data"; it cannot be undone."""
+    if not yes:
+        fail(f"erasing {user!r} deletes all their data for good; add --yes to do it", USAGE_EXIT)
+    with lane_session() as lane:
+        counts = lane.erase_user(user)
+    kept = ", ".join(f"{n} {table}" for table, n in counts.items() if n)
+    stderr.print(f"erased user {user}: {kept or 'nothing was stored for them'}")
+
+
+@app.command("delete-conversation")
+def delete_conversation(
+    user: Annotated[str, typer.Option("--user", help="The owner.", show_default=False)],
+    conversation: Annotated[str, typer.Argument(help="The conversation id.", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm: deleted for good.")] = False,
+) -> None:
+    """Delete one conversation ("delete this chat"): its messages, jobs, episodes and the
+    memories learned only from it (one another conversation also stated stays, without
+    this one's evidence)."""
+    if not yes:
+        fail(f"deleting {conversation!r} is for good; add --yes to do it", USAGE_EXIT)
+    with lane_session() as lane:
+        counts = lane.delete_conversation(user, conversation)
+    done = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items() if n)
+    stderr.print(f"deleted conversation {conversation}: {done or 'it held nothing'}")
+
+
+@app.command()
+def export(
+    user: Annotated[str, typer.Option("--user", help="The user to export.", show_default=False)],
+    messages: Annotated[
+        bool, typer.Option("--messages", help="Include conversations and messages.")
+    ] = False,
+) -> None:
+    """Print the user's data as JSON lines (memories with their history, episodes,
+    procedures, soul blocks; with --messages their conversations), for `memlane users
+    import` into another deployment: memlane users export --user U > u.jsonl"""
+    with lane_session() as lane:
+        for line in lane.export_user(user, messages=messages):
+            typer.echo(line)
+
+
+@app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="An export (- for stdin).", show_default=False)],
+    user: Annotated[
+        str | None, typer.Option("--user", help="Import as this user (default: the exported).")
+    ] = None,
+    merge: Annotated[
+        bool, typer.Option("--merge", help="Keep what is stored for ids the store holds.")
+    ] = False,
+) -> None:
+    """Import an export, ids kept; refused when the store holds some of its ids, unless
+    --merge (which keeps the stored ones and adds the rest)."""
+    with lane_session() as lane:
+        if str(file) == "-":
+            counts = lane.import_user(sys.stdin.buffer, user_id=user, merge=merge)
+        else:
+            with file.open("rb") as lines:
+                counts = lane.import_user(lines, user_id=user, merge=merge)
+    added = ", ".join(f"{n} {table}" for table, n in counts.items() if n)
+    stderr.print(f"imported {added or 'nothing new'}")

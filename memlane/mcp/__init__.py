@@ -1,0 +1,1 @@
+"""The MCP front door: memlane as a Model Context Protocol server (server)."""

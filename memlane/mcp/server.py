@@ -1,0 +1,230 @@
+"""The MCP front door: memlane as a Model Context Protocol server (the official `mcp`
+SDK's MCPServer), over stdio or streamable HTTP. `memlane mcp --user maya` runs it.
+
+Tools: remember (one fact, or a transcript to extract from), recall (the context block
+for a query, within a budget), search, list_memories, pin, forget; and one resource, the
+user's memories. The user is fixed when the server starts (`--user`, or MEMLANE_MCP_USER)
+and no tool takes a user id: a model can read and change that user's memories and no
+one else's. Over HTTP the server binds 127.0.0.1 unless told otherwise, and whenever
+MEMLANE_API_KEYS is set every request must carry one of the keys as a bearer token (the
+HTTP API's rule, `memlane.api.app.key_accepted`).
+
+Each tool calls the facade in a worker thread (the SDK runs plain functions so); memlane's
+own errors reach the model as tool errors carrying their message, which says what to do.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from importlib.metadata import version
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from urllib.parse import quote
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field, SecretStr, ValidationError
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memlane.models.schemas import MemoryPage, MemoryPublic, SearchHit
+from memlane.pipeline.errors import MemlaneError
+from memlane.pipeline.records import Category, Tier
+from memlane.service.facade import Memlane
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+RESOURCE_LIMIT = 500  # memories the resource holds, newest first
+INSTRUCTIONS = (
+    "Long-term memory of one user (memlane). Call `recall` with the user's message before "
+    "answering to get what you know about them, within a token budget. Call `remember` "
+    "with a fact the user stated about themselves (one sentence), or with the "
+    "conversation's messages to have memlane extract what matters. Memory ids in recalled "
+    "contexts (short numbers) work in `pin` and `forget`. Forget what the user asks you to "
+    "forget; it is not learned again."
+)
+
+
+class RememberOut(BaseModel):
+    """What `remember` did: a fact `stored` or already `known` (its memory), or a
+    transcript `enqueued` for extraction (its conversation and jobs)."""
+
+    outcome: Literal["stored", "known", "enqueued"]
+    memory: MemoryPublic | None = None
+    conversation_id: str | None = None
+    stored_messages: int | None = None
+    job_ids: list[str] = Field(default_factory=list)
+
+
+def _tool_errors(function: Callable[P, R]) -> Callable[P, R]:
+    """memlane's errors and invalid values as ToolErrors: the model reads the message
+    (a ToolError's text reaches it; any other exception reaches it as a bare failure)."""
+
+    @functools.wraps(function)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise ToolError(f"{where}: {first['msg']}" if where else first["msg"]) from exc
+        except (MemlaneError, ValueError) as exc:
+            raise ToolError(str(exc)) from exc
+
+    return call
+
+
+def resource_uri(user_id: str) -> str:
+    return f"memlane://users/{quote(user_id, safe='')}/memories"
+
+
+def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> MCPServer:
+    """The MCP server of `user_id`'s memories, over `lane`."""
+    server: MCPServer = MCPServer(
+        "memlane",
+        version=version("memlane"),
+        instructions=INSTRUCTIONS,
+        log_level=log_level,  # type: ignore[arg-type]
+    )
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=writes)
+    @_tool_errors
+    def remember(
+        fact: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        category: Category = "fact",
+        importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
+        conversation_id: str | None = None,
+    ) -> RememberOut:
+        """Remember one fact about the user (`fact`: one sentence, stored now; a fact
+        already known is confirmed, not stored twice), or hand over conversation `messages` (OpenAI
+        or Anthropic format, as sent to the model) for memlane to extract memories from
+        in the background. Give one of the two."""
+        if (fact is None) == (messages is None):
+            raise ToolError("give either `fact` (one sentence) or `messages`, not both or none")
+        if fact is not None:
+            done = lane.remember(
+                user_id, {"content": fact, "category": category, "importance": importance}
+            )
+            return RememberOut(outcome=done.outcome, memory=done.memory)
+        # A batch of its own unless named: memlane reads a transcript without message
+        # ids as a conversation from its first message, so two excerpts sent under one
+        # id would contradict each other. Final: extract now, not after 5 more replies.
+        result = lane.enqueue(
+            {
+                "conversation_id": conversation_id or f"mcp-{uuid.uuid4().hex[:16]}",
+                "user_id": user_id,
+                "messages": messages,
+                "final": True,
+            }
+        )
+        return RememberOut(
+            outcome="enqueued",
+            conversation_id=result.conversation_id,
+            stored_messages=result.stored_messages,
+            job_ids=result.job_ids,
+        )
+
+    @server.tool(annotations=reads)
+    @_tool_errors
+    def recall(query: str, budget_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000) -> str:
+        """What memlane knows about the user that matters for `query` (the user's
+        message, say), as an XML block of at most `budget_tokens` tokens: identity, the
+        most relevant memories with ids and dates, past episodes, procedures."""
+        return lane.assemble(user_id, query, budget_tokens=budget_tokens).text
+
+    @server.tool(annotations=reads)
+    @_tool_errors
+    def search(
+        query: str,
+        limit: Annotated[int, Field(ge=1, le=200)] = 10,
+        category: Category | None = None,
+        tier: Tier | None = None,
+        min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+    ) -> list[SearchHit]:
+        """The user's memories for `query`, best first, each with its score and the
+        score's parts (relevance, importance, recency, frequency)."""
+        return lane.search(
+            user_id, query, limit=limit, category=category, tier=tier, min_score=min_score
+        )
+
+    @server.tool(annotations=reads)
+    @_tool_errors
+    def list_memories(
+        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
+        cursor: str | None = None,
+        status: Literal["active", "superseded", "quarantined", "deleted"] = "active",
+    ) -> MemoryPage:
+        """The user's memories, newest first, a page at a time: pass `next_cursor` as
+        `cursor` for the next page (null on the last)."""
+        return lane.memories_page(user_id, status=status, limit=limit, cursor=cursor)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
+    @_tool_errors
+    def pin(memory_id: str) -> MemoryPublic:
+        """Pin a memory (its id, or the short number a recalled context shows): always in
+        recalled contexts from now on."""
+        return lane.pin(user_id, memory_id)
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True
+        )
+    )
+    @_tool_errors
+    def forget(memory_id: str) -> MemoryPublic:
+        """Forget a memory (its id, or the short number a recalled context shows) when
+        the user asks: never recalled again, and not learned again from later
+        conversations. The user can restore it; it is not deleted."""
+        return lane.forget(user_id, memory_id)
+
+    @server.resource(
+        resource_uri(user_id),
+        name="memories",
+        title=f"{user_id}'s memories",
+        description=f"The user's active memories, newest first (at most {RESOURCE_LIMIT}), as JSON",
+        mime_type="application/json",
+    )
+    def memories() -> str:
+        page = lane.memories_page(user_id, status="active", limit=RESOURCE_LIMIT)
+        return json.dumps([m.model_dump(mode="json") for m in page.memories], indent=1)
+
+    return server
+
+
+class RequireKey:
+    """Refuses an HTTP request without one of `keys` as its bearer token (401, the HTTP
+    API's error shape); passes everything when no key is configured."""
+
+    def __init__(self, app: ASGIApp, keys: Sequence[SecretStr]) -> None:
+        self.app, self.keys = app, list(keys)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        from memlane.service.api_keys import key_accepted
+
+        if scope["type"] == "http" and self.keys:
+            header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            scheme, _, token = header.partition(" ")
+            if scheme.lower() != "bearer" or not key_accepted(token.strip(), self.keys):
+                message = "send a valid API key: Authorization: Bearer <key> (MEMLANE_API_KEYS)"
+                response = JSONResponse(
+                    {"error": {"code": "unauthorized", "message": message}},
+                    status_code=401,
+                    headers={"www-authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer, *, keys: Sequence[SecretStr], host: str, path: str) -> ASGIApp:
+    """The streamable HTTP app at `path`, behind the keys. For a loopback `host` the SDK
+    also refuses requests whose Host or Origin header is not loopback (DNS rebinding)."""
+    app = server.streamable_http_app(streamable_http_path=path, host=host)
+    return RequireKey(app, keys)

@@ -1,0 +1,2 @@
+"""The store of memories and their history: inserts and reads, hand-made edits, events, refs,
+the keyword and vector indexes, column reads, purged fingerprints and re-embedding."""

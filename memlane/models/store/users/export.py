@@ -1,0 +1,260 @@
+"""A user's data as JSON lines, out of one store and into another (`memlane users
+export` / `import`), ids, short ids, counts, times and histories preserved.
+
+The first line is a header (`{"kind": "memlane-export", "version": 1, "user_id": …}`);
+each other line is one row, `{"kind": <table>, "row": {column: value}}`: memories (with
+their keywords and vectors), their history, episodes, procedures, soul blocks, and with
+`messages` the conversations and their messages. Times are ISO 8601, vectors lists of
+floats (float32 values, exact in JSON). What a store makes for itself is left out and
+made again on import: the keyword index, the change numbers, event and message row ids.
+Jobs and context packs are not exported: they describe work done in the old store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from memlane.models.store.memories import keyword_index, memories, refs
+from memlane.models.store.users import change_feed as changes
+from memlane.models.tables import (
+    Conversation,
+    Embedding,
+    EpisodeRow,
+    MemoryEventRow,
+    MemoryRow,
+    Message,
+    ProcedureRow,
+    SoulBlockRow,
+    UserState,
+    UTCDateTime,
+)
+from memlane.pipeline.errors import ConflictError, InvalidInputError
+
+FORMAT = "memlane-export"
+VERSION = 1
+# In import order: parents first.
+TABLES: dict[str, Any] = {
+    "conversations": Conversation,
+    "messages": Message,
+    "memories": MemoryRow,
+    "memory_events": MemoryEventRow,
+    "episodes": EpisodeRow,
+    "procedures": ProcedureRow,
+    "soul_blocks": SoulBlockRow,
+}
+_MESSAGE_TABLES = ("conversations", "messages")
+_LEFT_OUT = {
+    "change_seq",
+    "embedding_next",
+    "embedding_next_model",
+    "embedding_next_dim",
+}
+_ROW_IDS = {"memory_events", "messages"}  # their ids are the store's own counters
+_WITH_REF = ("memories", "episodes", "procedures")
+
+Embed = Callable[[Sequence[str]], list[list[float]]]
+
+
+def _columns(kind: str) -> list[Any]:
+    table = TABLES[kind].__table__
+    return [
+        c
+        for c in table.columns
+        if c.name not in _LEFT_OUT and not (kind in _ROW_IDS and c.name == "id")
+    ]
+
+
+def _out(column: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(column.type, UTCDateTime):
+        return value.isoformat()
+    if isinstance(column.type, Embedding):
+        return [float(x) for x in value]
+    return value
+
+
+def _in(column: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(column.type, UTCDateTime):
+        return datetime.fromisoformat(value)
+    return value
+
+
+def export_rows(session: Session, user_id: str, *, messages: bool) -> Iterator[dict[str, Any]]:
+    """The header, then every exported row of the user, each table in a stable order."""
+    yield {"kind": FORMAT, "version": VERSION, "user_id": user_id, "messages": messages}
+    conversation_ids = select(Conversation.id).where(Conversation.user_id == user_id)
+    for kind, table in TABLES.items():
+        if kind in _MESSAGE_TABLES and not messages:
+            continue
+        where = (
+            table.conversation_id.in_(conversation_ids)
+            if kind == "messages"
+            else table.user_id == user_id
+        )
+        order = [c for c in table.__table__.primary_key.columns]
+        columns = _columns(kind)
+        for row in session.execute(select(*columns).where(where).order_by(*order)):
+            yield {
+                "kind": kind,
+                "row": {c.name: _out(c, v) for c, v in zip(columns, row, strict=True)},
+            }
+
+
+def read_header(record: dict[str, Any]) -> str:
+    """The exported user's id, from the first line."""
+    if record.get("kind") != FORMAT or record.get("version") != VERSION:
+        raise InvalidInputError(
+            f"line 1: not a memlane export (version {VERSION}): starts with {record.get('kind')!r}"
+        )
+    return str(record["user_id"])
+
+
+def import_rows(
+    session: Session,
+    records: Iterable[dict[str, Any]],
+    *,
+    user_id: str,
+    merge: bool,
+    embedder: tuple[str, int],
+    embed: Embed,
+) -> dict[str, int]:
+    """Insert the exported rows as the user's, under the user's lock; the rows added per
+    table. Rows whose id the store holds already refuse the import (ConflictError)
+    unless `merge`, which keeps the stored ones and adds the rest. Vectors of another
+    embedder than `embedder` (name, dim), or none, are computed with `embed`."""
+    memories.user_lock(session, user_id)
+    by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
+    for number, record in enumerate(records, start=2):
+        kind = record.get("kind")
+        if kind not in TABLES or not isinstance(record.get("row"), dict):
+            raise InvalidInputError(f"line {number}: not an exported row: kind {kind!r}")
+        known = {c.name: c for c in _columns(kind)}
+        row = record["row"]
+        unknown = set(row) - set(known)
+        if unknown:
+            raise InvalidInputError(f"line {number}: {kind} has no column {sorted(unknown)}")
+        values = {name: _in(known[name], value) for name, value in row.items()}
+        if "user_id" in known:
+            values["user_id"] = user_id
+        by_kind[kind].append(values)
+    _drop_taken(session, by_kind, user_id=user_id, merge=merge)
+    _renumber_if_taken(session, by_kind, user_id)
+    _embed_where_needed(by_kind, embedder, embed)
+    number = changes.stamp(session, user_id)
+    counts: dict[str, int] = {}
+    for kind, table in TABLES.items():
+        rows = by_kind[kind]
+        for values in rows:
+            if "change_seq" in table.__table__.columns:
+                values["change_seq"] = number
+            session.add(table(**values))
+        session.flush()
+        counts[kind] = len(rows)
+    keyword_index.index(
+        session,
+        user_id,
+        {values["id"]: values.get("keywords") or () for values in by_kind["memories"]},
+    )
+    return counts
+
+
+def _drop_taken(
+    session: Session, by_kind: dict[str, list[dict[str, Any]]], *, user_id: str, merge: bool
+) -> None:
+    """Rows whose ids the store has: refused, or with `merge` left out (with the history
+    and messages of what is left out)."""
+    taken: dict[str, set[Any]] = {}
+    for kind in ("conversations", "memories", "episodes", "procedures"):
+        ids = [values["id"] for values in by_kind[kind]]
+        table = TABLES[kind]
+        found: set[Any] = set()
+        for start in range(0, len(ids), 500):
+            found |= set(session.scalars(select(table.id).where(table.id.in_(ids[start:][:500]))))
+        taken[kind] = found
+    kinds = {v["kind"] for v in by_kind["soul_blocks"]}
+    stored_kinds = select(SoulBlockRow.kind).where(SoulBlockRow.user_id == user_id)
+    taken["soul_blocks"] = kinds & set(session.scalars(stored_kinds))
+    names = [v["name"] for v in by_kind["procedures"]]
+    stored_names = select(ProcedureRow.name).where(
+        ProcedureRow.user_id == user_id, ProcedureRow.name.in_(names)
+    )
+    taken["procedure names"] = set(session.scalars(stored_names))
+    clashes = {kind: ids for kind, ids in taken.items() if ids}
+    if clashes and not merge:
+        listed = "; ".join(
+            f"{kind}: {', '.join(sorted(map(str, ids))[:3])}" for kind, ids in clashes.items()
+        )
+        raise ConflictError(
+            f"the store already holds rows of this export ({listed}); import with merge "
+            "to keep the stored ones and add the rest"
+        )
+
+    def keep(kind: str, key: str, against: str | None = None) -> None:
+        gone = taken[against or kind]
+        by_kind[kind] = [v for v in by_kind[kind] if v[key] not in gone]
+
+    keep("conversations", "id")
+    keep("messages", "conversation_id", "conversations")
+    keep("memories", "id")
+    keep("memory_events", "memory_id", "memories")
+    keep("episodes", "id")
+    keep("procedures", "id")
+    keep("procedures", "name", "procedure names")
+    keep("soul_blocks", "kind")
+
+
+def _renumber_if_taken(
+    session: Session, by_kind: dict[str, list[dict[str, Any]]], user_id: str
+) -> None:
+    """Keep the exported short ids when the user has none of them, else number the
+    imported items after the user's; the user's counter moves past them either way."""
+    rows = [values for kind in _WITH_REF for values in by_kind[kind]]
+    if not rows:
+        return
+    used: set[int] = set()
+    for kind in _WITH_REF:
+        table = TABLES[kind]
+        used |= set(session.scalars(select(table.ref).where(table.user_id == user_id)))
+    if used & {values["ref"] for values in rows}:
+        first = refs.allocate(session, user_id, len(rows))
+        for offset, values in enumerate(sorted(rows, key=lambda v: (v["ref"], v["id"]))):
+            values["ref"] = first + offset
+        return
+    top = max(values["ref"] for values in rows)
+    state = session.get(UserState, user_id)
+    if state is None:
+        session.add(UserState(user_id=user_id, next_ref=top + 1, version=0))
+        session.flush()
+    elif state.next_ref <= top:
+        state.next_ref = top + 1
+
+
+def _embed_where_needed(
+    by_kind: dict[str, list[dict[str, Any]]], embedder: tuple[str, int], embed: Embed
+) -> None:
+    name, dim = embedder
+    for kind, text_of in (("memories", "content"), ("episodes", "summary")):
+        stale = [
+            values
+            for values in by_kind[kind]
+            if values.get("embedding") is None
+            or (values.get("embedding_model"), values.get("embedding_dim")) != (name, dim)
+        ]
+        if kind == "memories":  # forgotten ones are not sent to an embedding provider
+            for values in stale:
+                if values.get("status") == "deleted":
+                    values.update(embedding=None, embedding_model=None, embedding_dim=None)
+            stale = [v for v in stale if v.get("status") != "deleted"]
+        if not stale:
+            continue
+        vectors = embed([values[text_of] for values in stale])
+        for values, vector in zip(stale, vectors, strict=True):
+            values.update(embedding=vector, embedding_model=name, embedding_dim=len(vector))

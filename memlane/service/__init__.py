@@ -1,0 +1,3 @@
+"""The use cases behind every front door: the facade (`Memlane`) and what it delegates to
+(assembly, memory curation, context items, transfer, jobs, search), with the checks and
+background work they share. Imports no front door."""

@@ -1,0 +1,403 @@
+"""The Python facade: the one thing a chat app imports.
+
+from memlane import Memlane
+lane = Memlane.from_settings()
+lane.enqueue({"conversation_id": "c1", "user_id": "u1", "messages": [...]})
+context = lane.assemble("u1", "what stack does the user prefer?", budget_tokens=2000)
+prompt = context.text + "\n\n" + user_message
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+
+from memlane.config.settings import Settings, SettingsError, load_settings
+from memlane.models import migrate
+from memlane.models.db import unit_of_work
+from memlane.models.schemas import (
+    EnqueueResult,
+    SearchHit,
+    SearchRequest,
+    TranscriptIn,
+)
+from memlane.models.store.conversations import delete as conversation_delete
+from memlane.models.store.conversations import jobs
+from memlane.models.store.conversations import messages as conversations
+from memlane.models.store.reads import pack_texts
+from memlane.models.store.users import context_items
+from memlane.models.store.users import erase as users
+from memlane.pipeline.assembly.budget import BudgetAsk
+from memlane.pipeline.assembly.context_format import Style
+from memlane.pipeline.assembly.records import AssembledContext
+from memlane.pipeline.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    TranscriptError,
+)
+from memlane.pipeline.extraction.cadence import due_windows, why_no_window
+from memlane.pipeline.ranking.scoring import STRATEGIES, Strategy, Weights
+from memlane.pipeline.records import (
+    Category,
+    Tier,
+)
+from memlane.service import search
+from memlane.service.context_builder import ContextBuilder
+from memlane.service.fleet_status import StatusCache, fleet_status
+from memlane.service.input_checks import check_text, checked
+from memlane.service.items import ContextItemControl
+from memlane.service.jobs import JobControl, ReembedRun
+from memlane.service.memories import MemoryCuration
+from memlane.service.transfer import UserTransfer
+from memlane.workers.dispatch import Dispatcher, dispatcher_for
+from memlane.workers.embedders import Embedder, get_embedder
+
+__all__ = ["Memlane", "ReembedRun", "parse_transcript", "utcnow"]
+
+log = logging.getLogger("memlane.facade")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> TranscriptIn:
+    """Validate a transcript; TranscriptError names the message and field at fault."""
+    if isinstance(data, TranscriptIn):
+        return data
+    try:
+        if isinstance(data, str | bytes):
+            return TranscriptIn.model_validate_json(data)
+        return TranscriptIn.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors()[:5]:
+            where = ".".join(str(part) for part in error["loc"]) or "transcript"
+            problems.append(f"{where}: {str(error['msg']).removeprefix('Value error, ')}")
+        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
+
+
+def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
+    """The error of a batch's transcript, saying which one when there are several."""
+    if size == 1:
+        return str(exc)
+    return f"transcript {index} of the batch: {exc}; nothing of the batch was written"
+
+
+class Memlane(MemoryCuration, ContextItemControl, UserTransfer, JobControl):
+    """memlane for one process: enqueue transcripts, assemble contexts
+    (memlane/service/context_builder.py), manage memories (service/memories.py), soul blocks and
+    procedures (service/items.py), move users (service/transfer.py) and watch background
+    work (service/jobs.py). `actor` names who makes the changes it records in memories'
+    histories (`python` unless told; the CLI's lane is `cli`)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        dispatcher: Dispatcher | None = None,
+        actor: str = "python",
+    ) -> None:
+        self.settings = settings
+        self.actor = actor
+        self.url = settings.resolved_database_url
+        self._started = utcnow()
+        self._dispatcher = dispatcher
+        self._embedder: Embedder | None = None
+        # Held while the dispatcher or the embedder is built on first use: two threads
+        # arriving together would otherwise each build one (two in-process workers).
+        self._building = threading.Lock()
+        self.contexts = ContextBuilder(
+            settings, embedder=lambda: self.embedder, dispatcher=lambda: self.dispatcher
+        )
+        self._status = StatusCache(lambda: fleet_status(settings))
+        self._check_schema()
+
+    @classmethod
+    def from_settings(cls, **overrides: Any) -> Memlane:
+        """Settings from the environment; a bad one is a ConfigurationError naming it (the
+        front door's error for it: config raises a plain SettingsError, importing nothing
+        of the project)."""
+        try:
+            settings = load_settings(**overrides)
+        except SettingsError as exc:
+            raise ConfigurationError(str(exc)) from exc
+        return cls(settings)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _check_schema(self) -> None:
+        if migrate.is_up_to_date(self.url):
+            return
+        if not self.settings.is_postgres:
+            migrate.upgrade(self.url)  # the embedded default sets itself up
+            return
+        raise ConfigurationError(
+            "the database schema is not up to date; run `memlane db upgrade` "
+            "(MEMLANE_DATABASE_URL points at it)"
+        )
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        if self._dispatcher is not None:
+            return self._dispatcher
+        with self._building:
+            if self._dispatcher is None:
+                self._dispatcher = dispatcher_for(self.settings, started=self._started)
+            return self._dispatcher
+
+    @property
+    def lexical_weight(self) -> float:
+        """The relevance blend's w: the setting, or the embedder's default."""
+        return self.contexts.lexical_weight
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is not None:
+            return self._embedder
+        with self._building:
+            if self._embedder is None:
+                self._embedder = get_embedder(self.settings)
+            return self._embedder
+
+    def close(self) -> None:
+        self.contexts.close()
+        if self._dispatcher is not None:
+            self._dispatcher.close()
+
+    def __enter__(self) -> Memlane:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ ingest
+
+    def enqueue(self, transcript: TranscriptIn | Mapping[str, Any] | str | bytes) -> EnqueueResult:
+        """Store the transcript's messages and the extraction jobs now due, in one
+        transaction, then publish the jobs' ids. A malformed transcript raises
+        TranscriptError and writes nothing."""
+        return self.enqueue_many([transcript])[0]
+
+    def enqueue_many(
+        self, transcripts: Sequence[TranscriptIn | Mapping[str, Any] | str | bytes]
+    ) -> list[EnqueueResult]:
+        """`enqueue` for several transcripts, all or nothing: every one is validated, then
+        all are stored in one transaction (one that contradicts what is stored, e.g. a
+        message id stored before with other text, raises TranscriptError naming its place
+        in the batch, and nothing of any is written), then every job is published."""
+        parsed = []
+        for index, transcript in enumerate(transcripts):
+            try:
+                parsed.append(parse_transcript(transcript))
+            except TranscriptError as exc:
+                raise TranscriptError(_in_batch(index, len(transcripts), exc)) from None
+        now = utcnow()
+        results: list[EnqueueResult] = []
+        with unit_of_work(self.url) as session:
+            for index, transcript in enumerate(parsed):
+                try:
+                    results.append(self._store_transcript(session, transcript, now))
+                except TranscriptError as exc:
+                    raise TranscriptError(_in_batch(index, len(parsed), exc)) from None
+        # Published after the commit: a worker never sees an id before its row exists.
+        # If publishing fails the rows stay queued and the sweep publishes them later.
+        self._publish("extract", [job_id for result in results for job_id in result.job_ids])
+        return results
+
+    def _store_transcript(
+        self, session: Session, parsed: TranscriptIn, now: datetime
+    ) -> EnqueueResult:
+        s = self.settings
+        saved = conversations.save_transcript(session, parsed, now=now)
+        assistant_seqs = saved.assistant_seqs
+        windows = due_windows(
+            assistant_seqs=assistant_seqs,
+            message_count=saved.message_count,
+            extracted_to_seq=saved.extracted_to_seq,
+            every=s.extract_every,
+            window=s.extract_window,
+            final=saved.final,
+        )
+        job_ids = jobs.create_jobs(
+            session,
+            conversation_id=saved.conversation_id,
+            user_id=saved.user_id,
+            windows=windows,
+            now=now,
+        )
+        return EnqueueResult(
+            conversation_id=saved.conversation_id,
+            stored_messages=saved.stored,
+            skipped_messages=saved.skipped,
+            job_ids=job_ids,
+            ignored_fields=parsed.ignored_fields,
+            no_job_reason=None
+            if job_ids
+            else why_no_window(
+                assistant_count=len(assistant_seqs), every=s.extract_every, final=saved.final
+            )
+            if not windows
+            else "its extractions were queued already",
+        )
+
+    # ------------------------------------------------------------------ assemble
+
+    def assemble(
+        self,
+        user_id: str,
+        query: str | None = None,
+        *,
+        strategy: Strategy = "scored",
+        budget_tokens: int | None = None,
+        context_window: int | None = None,
+        system_prompt_tokens: int | None = None,
+        user_message_tokens: int | None = None,
+        output_headroom: int | None = None,
+        safety_margin: float | None = None,
+        model: str | None = None,
+        now: datetime | None = None,
+        include_sensitive: bool = False,
+        query_embedding: Sequence[float] | None = None,
+        weights: Weights | None = None,
+        style: Style | None = None,
+    ) -> AssembledContext:
+        """Build the context block for the user's next model call (memlane.service.context_builder).
+        The budget: `budget_tokens`, else what `context_window` leaves after the
+        reservations (each None: the setting), else MEMLANE_DEFAULT_BUDGET_TOKENS. Raises
+        BudgetError when pinned items and soul blocks alone exceed the budget."""
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
+            )
+        user_id = check_text(user_id, "user_id")  # by hand: the hot path skips the binding
+        if query:
+            check_text(query, "query")
+        budget = BudgetAsk(
+            budget_tokens=budget_tokens,
+            context_window=context_window,
+            system_prompt_tokens=system_prompt_tokens,
+            user_message_tokens=user_message_tokens,
+            output_headroom=output_headroom,
+            safety_margin=safety_margin,
+        )
+        return self.contexts.build(
+            user_id,
+            query,
+            strategy=strategy,
+            budget=budget,
+            model=model,
+            now=now,
+            include_sensitive=include_sensitive,
+            query_embedding=query_embedding,
+            weights=weights,
+            style=style,
+        )
+
+    @checked("user_id")
+    def warm(self, user_id: str) -> bool:
+        """Load the user's working set now. A large user's first assemblies otherwise
+        read the store while it loads in the background (memlane.models.working_set).
+        Every line's tokens are counted too (default model and style): a new question's
+        assembly then need not count the lines it meets first. False when the working
+        set is off or cannot serve the user."""
+        return self.contexts.warm(user_id)
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Wait for background writes (packs, access records: published, and run when
+        the worker is in-process)."""
+        self.contexts.flush(timeout)
+        if self._dispatcher is not None and self._dispatcher.pending:
+            self._dispatcher.drain(timeout)
+
+    # ------------------------------------------------------------------ memories
+
+    @checked("user_id", "query")
+    def search(
+        self,
+        user_id: str,
+        query: str | None = None,
+        *,
+        limit: int = 10,
+        category: Category | None = None,
+        tier: Tier | None = None,
+        min_score: float = 0.0,
+        since: datetime | None = None,
+        include_sensitive: bool = False,
+        now: datetime | None = None,
+    ) -> list[SearchHit]:
+        """The user's memories for a query, best first, with their score and its parts:
+        the assembler's read and ranking (memlane.pipeline.ranking.search), no budget, no XML.
+        `since`: stated or last confirmed at or after that time."""
+        try:
+            request = SearchRequest(
+                user_id=user_id,
+                query=query,
+                limit=limit,
+                category=category,
+                tier=tier,
+                min_score=min_score,
+                since=since,
+                include_sensitive=include_sensitive,
+            )
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"])
+            raise InvalidInputError(f"{where}: {first['msg']}") from None
+        return search.search(
+            request,
+            url=self.url,
+            settings=self.settings,
+            embedder=self.embedder,
+            lexical_weight=self.lexical_weight,
+            now=now or utcnow(),
+        )
+
+    @checked("user_id")
+    def erase_user(self, user_id: str) -> dict[str, int]:
+        """Delete every row of the user (messages, conversations, jobs, memories and their
+        vectors, episodes, procedures, soul blocks, context packs, the change feed's) in
+        one transaction: what "delete my data" asks. Irreversible. Returns the rows
+        deleted per table. Every process's working set drops the user at its next
+        assembly for them; a task in flight for one of their jobs does nothing."""
+        with unit_of_work(self.url) as session:
+            counts = users.erase(session, user_id, now=utcnow())
+        self.contexts.forget(user_id)
+        log.info("erased user %s: %s", user_id, counts)
+        return counts
+
+    @checked("user_id", "conversation_id")
+    def delete_conversation(
+        self, user_id: str, conversation_id: str, *, actor: str | None = None
+    ) -> dict[str, int]:
+        """Delete one of the user's conversations ("delete this chat"): its messages,
+        jobs and episodes, and the memories learned only from it; a memory that other
+        conversations (or the user) also stated stays, without this one's evidence, and
+        one superseded by a deleted memory is active again
+        (models/store/conversations/delete.py). Irreversible. What was done, counted."""
+        self.flush()  # this process's packs in hand are written, so they can be deleted
+        with unit_of_work(self.url) as session:
+            counts = conversation_delete.delete_conversation(
+                session, user_id, conversation_id, actor=self._actor(actor), now=utcnow()
+            )
+        log.info("deleted conversation %s of user %s: %s", conversation_id, user_id, counts)
+        return counts
+
+    @checked("pack_id")
+    def pack(self, pack_id: str, *, with_texts: bool = False) -> dict[str, Any]:
+        """A stored context pack. `with_texts`: each item also gets `text`, its text as
+        stored now (None once purged or erased; the pack itself keeps no contents)."""
+        with unit_of_work(self.url) as session:
+            pack = context_items.get_pack(session, pack_id)
+            if with_texts:
+                items = pack.get("items", [])
+                texts = pack_texts.item_texts(session, pack["user_id"], items)
+                pack["items"] = [{**item, "text": texts.get(item["id"])} for item in items]
+            return pack
