@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, with its set-up: the virtualenv, PostgreSQL with pgvector and Redis
-# (started or installed where possible), then ruff, mypy and pytest.
+# (started or installed where possible), then ruff, mypy and pytest, in parallel:
+# MEMLANE_TEST_WORKERS processes (default 4; each has its own databases, tests/scratch.py).
 # Extra arguments go to pytest (e.g. scripts/test.sh -k dedup).
 set -euo pipefail
 export LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -14,5 +15,5 @@ echo "[memlane test] mypy"
 .venv/bin/mypy -p memlane
 .venv/bin/mypy bench
 echo "[memlane test] pytest"
-.venv/bin/pytest -q "$@"
+.venv/bin/pytest -q -n "${MEMLANE_TEST_WORKERS:-4}" "$@"
 echo "[memlane test] finished in $(( $(date +%s) - start )) s"

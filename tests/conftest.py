@@ -11,11 +11,21 @@ from pathlib import Path
 
 import pytest
 
+from tests import scratch
+
 # Offline: litellm must not try to fetch its remote cost map during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """This run's slot (taken by the process that runs it, the xdist controller or the
+    one process without xdist), and this process's scratch databases (tests/scratch.py)."""
+    if "PYTEST_XDIST_WORKER" not in os.environ and scratch.SLOT_VARIABLE not in os.environ:
+        os.environ[scratch.SLOT_VARIABLE] = str(scratch.take_slot())
+    scratch.export_to_benchmarks()
 
 
 @pytest.fixture(autouse=True)

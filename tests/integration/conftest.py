@@ -3,7 +3,6 @@ emptied between tests, a SQLite file per test, and Redis."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,15 +18,12 @@ from memlane.models.db import get_engine, unit_of_work
 from memlane.models.store.memories import vector_index
 from memlane.models.tables import Base
 from memlane.service.facade import Memlane
+from tests import scratch
 
-PG_ADMIN_URL = os.environ.get(
-    "MEMLANE_TEST_PG_ADMIN", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-PG_DB = os.environ.get("MEMLANE_TEST_PG_DB", "memlane_test")
-PG_URL = (
-    PG_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://") + "/" + PG_DB
-)
-REDIS_URL = os.environ.get("MEMLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+PG_ADMIN_URL = scratch.ADMIN_URL
+PG_DB = scratch.scratch().pg_db
+PG_URL = scratch.scratch().pg_url
+REDIS_URL = scratch.scratch().redis_url
 
 
 def _ensure_database() -> None:
