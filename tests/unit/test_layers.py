@@ -225,5 +225,9 @@ def test_a_name_imported_from_a_module_is_an_edge_to_that_module() -> None:
     # "from memlane.models.store.memories import memories": the module, not its package
     assert "memlane.models.store.memories.memories" in graph["memlane.service.memories"]
     assert "memlane.models.store.memories" not in graph["memlane.service.memories"]
-    # "from memlane.client.client import ...": the client's package re-exports it
-    assert graph["memlane.client"] == {"memlane.client.client"}
+    # the client's package re-exports its two clients
+    assert graph["memlane.client"] == {
+        "memlane.client.aio",
+        "memlane.client.calls",
+        "memlane.client.sync",
+    }
