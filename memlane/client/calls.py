@@ -41,11 +41,7 @@ from memlane.models.schemas import (
     SearchRequest,
     TranscriptIn,
 )
-from memlane.pipeline.records import (
-    Procedure,
-    SoulBlock,
-    SoulKind,
-)
+from memlane.pipeline.records import Procedure, SoulBlock, SoulKind
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])

@@ -44,14 +44,7 @@ from memlane.models.schemas import (
     SearchRequest,
     TranscriptIn,
 )
-from memlane.pipeline.records import (
-    Category,
-    MemoryStatus,
-    Procedure,
-    SoulBlock,
-    SoulKind,
-    Tier,
-)
+from memlane.pipeline.records import Category, MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
 
 
 class Client:

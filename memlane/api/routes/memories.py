@@ -1,0 +1,94 @@
+"""A user's memories: listed by page, added, read, their history, corrected, forgotten or purged."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Query, Response
+
+from memlane.api.deps import Actor, Lane, UserId, v1_router
+from memlane.models.schemas import MemoryCreate, MemoryEvent, MemoryPage, MemoryPatch, MemoryPublic
+from memlane.pipeline.records import MemoryStatus
+
+router = v1_router()
+
+
+MEMORIES = "/users/{user_id}/memories"
+
+
+@router.get(MEMORIES, tags=["memories"])
+def list_memories(
+    user_id: UserId,
+    lane: Lane,
+    status: MemoryStatus | Literal["all"] = "active",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[
+        str | None,
+        Query(max_length=200, description="the `next_cursor` of the page before; none first"),
+    ] = None,
+) -> MemoryPage:
+    """The user's memories, newest first, a page at a time: follow `next_cursor` until
+    it is null. Exact however the store changes meanwhile (pages are keyed on each
+    memory's short id, which never changes)."""
+    wanted = None if status == "all" else status
+    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor)
+
+
+@router.post(
+    MEMORIES,
+    status_code=201,
+    tags=["memories"],
+    responses={200: {"model": MemoryPublic, "description": "a stored memory confirmed"}},
+)
+def add_memory(
+    user_id: UserId, memory: MemoryCreate, lane: Lane, actor: Actor, response: Response
+) -> MemoryPublic:
+    """Add a memory (201); content that duplicates a stored memory by the dedup rule
+    confirms that one instead (200, seen once more), and one that duplicates a
+    forgotten memory is a 409."""
+    stored, created = lane.add_or_confirm(user_id, memory, actor=actor)
+    if not created:
+        response.status_code = 200
+    return stored
+
+
+@router.get(MEMORIES + "/{memory_id}", tags=["memories"])
+def get_memory(user_id: UserId, memory_id: str, lane: Lane) -> MemoryPublic:
+    return lane.get_memory(user_id, memory_id)
+
+
+@router.get(MEMORIES + "/{memory_id}/history", tags=["memories"])
+def memory_history(user_id: UserId, memory_id: str, lane: Lane) -> list[MemoryEvent]:
+    """The memory's events, oldest first, each with its time and actor: where it came
+    from (job, conversation, messages) and every change since. A purged memory, named by
+    its full id, keeps only its `purged` event."""
+    return lane.memory_history(user_id, memory_id)
+
+
+@router.patch(MEMORIES + "/{memory_id}", tags=["memories"])
+def patch_memory(
+    user_id: UserId, memory_id: str, patch: MemoryPatch, lane: Lane, actor: Actor
+) -> MemoryPublic:
+    """Correct (content, category, importance, confidence, expires_at; a new content is
+    re-keyed and re-embedded; expires_at null clears it) and curate (tier, status,
+    sensitive) in one transaction; each change lands in the memory's history."""
+    return lane.update_memory(user_id, memory_id, patch, actor=actor)
+
+
+@router.delete(MEMORIES + "/{memory_id}", status_code=204, tags=["memories"])
+def delete_memory(
+    user_id: UserId,
+    memory_id: str,
+    lane: Lane,
+    actor: Actor,
+    purge: Annotated[
+        bool, Query(description="delete it for good, content included (not reversible)")
+    ] = False,
+) -> Response:
+    """Forget: the memory is marked deleted, never reaches a context again and is not
+    learned again; reversible (PATCH status active) until purged (`?purge=true`)."""
+    if purge:
+        lane.purge(user_id, memory_id, actor=actor)
+    else:
+        lane.forget(user_id, memory_id, actor=actor)
+    return Response(status_code=204)
