@@ -13,18 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.ranking.lexical import bm25_scores
-from memlane.pipeline.ranking.relevance import (
+from memlane.pipeline.ranking.corpus import (
     CorpusItem,
-    bm25,
     build_corpus,
-    component_dots,
-    cosines,
     patch_corpus,
-    relevance,
     rows_of,
     stored_by_component,
 )
+from memlane.pipeline.ranking.lexical import bm25_scores
+from memlane.pipeline.ranking.relevance import bm25, component_dots, cosines, relevance
 
 MODEL = "toy-3"
 
@@ -204,7 +201,8 @@ def test_a_patch_leaves_every_earlier_corpus_as_it_was(by_component: bool) -> No
 # two items of nearly equal score, so two processes gave different bytes for one store.
 _SCORES_IN_A_FRESH_PROCESS = """
 from memlane.pipeline.ranking.lexical import bm25_scores
-from memlane.pipeline.ranking.relevance import CorpusItem, bm25, build_corpus
+from memlane.pipeline.ranking.corpus import CorpusItem, build_corpus
+from memlane.pipeline.ranking.relevance import bm25
 words = [f"w{n}" for n in range(40)]
 docs = {f"d{i}": words[i % 7 : i % 7 + 3 + i % 11] for i in range(60)}
 items = [CorpusItem(d, frozenset(ws)) for d, ws in docs.items()]

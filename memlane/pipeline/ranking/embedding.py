@@ -22,7 +22,7 @@ class EmbedderCapabilities:
     lexical: bool
     # Whether a vector, a query's above all, has few non-zero components (hashing: ~15
     # of 256): a working set then stores its vectors by component and a query reads only
-    # its own components (pipeline.ranking.relevance.Corpus).
+    # its own components (pipeline.ranking.corpus.Corpus).
     sparse: bool = False
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.pipeline.assembly.line_bound import runs
-from memlane.pipeline.ranking.relevance import Matrix, VectorLike, stack_vectors
+from memlane.pipeline.ranking.corpus import Matrix, VectorLike, stack_vectors
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 
 FloatArray = npt.NDArray[np.float64]

@@ -18,15 +18,15 @@ import numpy.typing as npt
 from memlane.pipeline.assembly import context_format as fmt
 from memlane.pipeline.assembly.line_bound import runs
 from memlane.pipeline.dedup.keywords import keywords
-from memlane.pipeline.ranking.memory_table import LazyRecords, MemoryTable, Record, Vectors
-from memlane.pipeline.ranking.relevance import (
+from memlane.pipeline.ranking.corpus import (
     Corpus,
     CorpusItem,
     corpus_of,
     patch_corpus,
-    relevance,
     stack_vectors,
 )
+from memlane.pipeline.ranking.memory_table import LazyRecords, MemoryTable, Record, Vectors
+from memlane.pipeline.ranking.relevance import relevance
 from memlane.pipeline.ranking.scoring import ITEM_IMPORTANCE
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock
 
@@ -230,7 +230,7 @@ class UserView:
     ) -> UserView:
         """Index the items; `*_vectors[i]` is (embedder, vector) of item i, or None. Only
         vectors of the embedder `model` (of `dim`) count; `by_component`: stored so
-        (pipeline.ranking.relevance.Corpus), for an embedder of sparse vectors."""
+        (pipeline.ranking.corpus.Corpus), for an embedder of sparse vectors."""
         return cls.load(
             memories=MemoryTable.of_records(memories, memory_vectors, model=model, dim=dim),
             episodes=episodes,
