@@ -20,7 +20,7 @@ from sqlalchemy.exc import OperationalError
 
 from memlane.config.logging import ASSEMBLY_LOGGER
 from memlane.models.db import unit_of_work
-from memlane.models.store.users import context_items, erasures
+from memlane.models.store.users import erasures, packs
 from memlane.pipeline.assembly.records import PackData, pack_json
 
 log = logging.getLogger("memlane.packs")
@@ -158,7 +158,7 @@ class PackWriter:
             # no pre-ping: a refused save is kept and saved again anyway, and the ping
             # was a third of a one-pack save's CPU (bench/README.md)
             with unit_of_work(self._url, pre_ping=False) as session:
-                context_items.save_packs(session, rows, now=now)
+                packs.save_packs(session, rows, now=now)
         except OperationalError as exc:
             # Saving is idempotent (a pack id is one row), so a retry after a commit whose
             # answer was lost stores nothing twice.

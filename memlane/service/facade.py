@@ -31,8 +31,8 @@ from memlane.models.store.conversations import delete as conversation_delete
 from memlane.models.store.conversations import jobs
 from memlane.models.store.conversations import messages as conversations
 from memlane.models.store.reads import pack_texts
-from memlane.models.store.users import context_items
 from memlane.models.store.users import erase as users
+from memlane.models.store.users import packs
 from memlane.pipeline.assembly.budget import BudgetAsk
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.assembly.records import AssembledContext
@@ -395,7 +395,7 @@ class Memlane(MemoryCuration, ContextItemControl, UserTransfer, JobControl):
         """A stored context pack. `with_texts`: each item also gets `text`, its text as
         stored now (None once purged or erased; the pack itself keeps no contents)."""
         with unit_of_work(self.url) as session:
-            pack = context_items.get_pack(session, pack_id)
+            pack = packs.get_pack(session, pack_id)
             if with_texts:
                 items = pack.get("items", [])
                 texts = pack_texts.item_texts(session, pack["user_id"], items)

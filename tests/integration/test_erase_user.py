@@ -127,8 +127,8 @@ def test_a_pack_in_flight_when_its_user_is_erased_is_not_saved(db_url: str, now:
     from datetime import timedelta
 
     from memlane.models.db import unit_of_work
-    from memlane.models.store.users import context_items, erasures
     from memlane.models.store.users import erase as users
+    from memlane.models.store.users import erasures, packs
     from memlane.models.tables import ContextPackRow, Erasure
 
     def pack(n: int, user: str) -> tuple[str, str, datetime, str]:
@@ -137,12 +137,12 @@ def test_a_pack_in_flight_when_its_user_is_erased_is_not_saved(db_url: str, now:
     with unit_of_work(db_url) as s:
         users.erase(s, VICTIM, now=now)
     with unit_of_work(db_url) as s:
-        context_items.save_packs(s, [pack(1, VICTIM), pack(2, OTHER)], now=now)
+        packs.save_packs(s, [pack(1, VICTIM), pack(2, OTHER)], now=now)
     assert hits(db_url, VICTIM) == {}
     assert hits(db_url, OTHER) == {"context_packs": 1}
     later = now + erasures.FENCE + timedelta(seconds=1)
     with unit_of_work(db_url) as s:  # the user came back after the fence
-        context_items.save_packs(s, [pack(3, VICTIM)], now=later)
+        packs.save_packs(s, [pack(3, VICTIM)], now=later)
     assert hits(db_url, VICTIM) == {"context_packs": 1}
     with unit_of_work(db_url) as s:
         assert erasures.lift_expired(s, now=later) == 1
@@ -159,8 +159,8 @@ def test_an_erasure_started_first_holds_back_a_concurrent_pack_save(
     import threading
 
     from memlane.models.db import unit_of_work
-    from memlane.models.store.users import context_items
     from memlane.models.store.users import erase as users
+    from memlane.models.store.users import packs
 
     lane_settings = load_settings(database_url=db_url)
     with Memlane(lane_settings) as lane:
@@ -170,7 +170,7 @@ def test_an_erasure_started_first_holds_back_a_concurrent_pack_save(
     def save() -> None:
         try:
             with unit_of_work(db_url) as s:
-                context_items.save_packs(s, [("pack_x", VICTIM, now, "{}")], now=now)
+                packs.save_packs(s, [("pack_x", VICTIM, now, "{}")], now=now)
         except Exception:  # SQLite may refuse a stale snapshot: the pack is dropped either way
             pass
         saved.set()
