@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 from memlane.models.schemas import TranscriptIn
 from memlane.pipeline.errors import TranscriptError
-from memlane.service.facade import parse_transcript
+from memlane.service.ingest import parse_transcript
 
 STDIN = "-"
 TOO_DEEP = "JSON nested more deeply than a transcript can be"

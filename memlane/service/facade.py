@@ -11,25 +11,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy.orm import Session
 
 from memlane.config.settings import Settings, SettingsError, load_settings
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import (
-    EnqueueResult,
     SearchHit,
     SearchRequest,
-    TranscriptIn,
 )
 from memlane.models.store.conversations import delete as conversation_delete
-from memlane.models.store.conversations import jobs
-from memlane.models.store.conversations import messages as conversations
 from memlane.models.store.reads import pack_texts
 from memlane.models.store.users import erase as users
 from memlane.models.store.users import packs
@@ -39,9 +34,7 @@ from memlane.pipeline.assembly.records import AssembledContext
 from memlane.pipeline.errors import (
     ConfigurationError,
     InvalidInputError,
-    TranscriptError,
 )
-from memlane.pipeline.extraction.cadence import due_windows, why_no_window
 from memlane.pipeline.ranking.scoring import STRATEGIES, Strategy, Weights
 from memlane.pipeline.records import (
     Category,
@@ -50,6 +43,7 @@ from memlane.pipeline.records import (
 from memlane.service import search
 from memlane.service.context_builder import ContextBuilder
 from memlane.service.fleet_status import StatusCache, fleet_status
+from memlane.service.ingest import TranscriptIngest, utcnow
 from memlane.service.input_checks import check_text, checked
 from memlane.service.items import ContextItemControl
 from memlane.service.jobs import JobControl, ReembedRun
@@ -58,41 +52,13 @@ from memlane.service.transfer import UserTransfer
 from memlane.workers.dispatch import Dispatcher, dispatcher_for
 from memlane.workers.embedders import Embedder, get_embedder
 
-__all__ = ["Memlane", "ReembedRun", "parse_transcript", "utcnow"]
+__all__ = ["Memlane", "ReembedRun"]
 
 log = logging.getLogger("memlane.facade")
 
 
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> TranscriptIn:
-    """Validate a transcript; TranscriptError names the message and field at fault."""
-    if isinstance(data, TranscriptIn):
-        return data
-    try:
-        if isinstance(data, str | bytes):
-            return TranscriptIn.model_validate_json(data)
-        return TranscriptIn.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors()[:5]:
-            where = ".".join(str(part) for part in error["loc"]) or "transcript"
-            problems.append(f"{where}: {str(error['msg']).removeprefix('Value error, ')}")
-        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-        raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
-
-
-def _in_batch(index: int, size: int, exc: TranscriptError) -> str:
-    """The error of a batch's transcript, saying which one when there are several."""
-    if size == 1:
-        return str(exc)
-    return f"transcript {index} of the batch: {exc}; nothing of the batch was written"
-
-
-class Memlane(MemoryCuration, ContextItemControl, UserTransfer, JobControl):
-    """memlane for one process: enqueue transcripts, assemble contexts
+class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer, JobControl):
+    """memlane for one process: enqueue transcripts (service/ingest.py), assemble contexts
     (memlane/service/context_builder.py), manage memories (service/memories.py), soul blocks and
     procedures (service/items.py), move users (service/transfer.py) and watch background
     work (service/jobs.py). `actor` names who makes the changes it records in memories'
@@ -177,76 +143,6 @@ class Memlane(MemoryCuration, ContextItemControl, UserTransfer, JobControl):
 
     def __exit__(self, *_: object) -> None:
         self.close()
-
-    # ------------------------------------------------------------------ ingest
-
-    def enqueue(self, transcript: TranscriptIn | Mapping[str, Any] | str | bytes) -> EnqueueResult:
-        """Store the transcript's messages and the extraction jobs now due, in one
-        transaction, then publish the jobs' ids. A malformed transcript raises
-        TranscriptError and writes nothing."""
-        return self.enqueue_many([transcript])[0]
-
-    def enqueue_many(
-        self, transcripts: Sequence[TranscriptIn | Mapping[str, Any] | str | bytes]
-    ) -> list[EnqueueResult]:
-        """`enqueue` for several transcripts, all or nothing: every one is validated, then
-        all are stored in one transaction (one that contradicts what is stored, e.g. a
-        message id stored before with other text, raises TranscriptError naming its place
-        in the batch, and nothing of any is written), then every job is published."""
-        parsed = []
-        for index, transcript in enumerate(transcripts):
-            try:
-                parsed.append(parse_transcript(transcript))
-            except TranscriptError as exc:
-                raise TranscriptError(_in_batch(index, len(transcripts), exc)) from None
-        now = utcnow()
-        results: list[EnqueueResult] = []
-        with unit_of_work(self.url) as session:
-            for index, transcript in enumerate(parsed):
-                try:
-                    results.append(self._store_transcript(session, transcript, now))
-                except TranscriptError as exc:
-                    raise TranscriptError(_in_batch(index, len(parsed), exc)) from None
-        # Published after the commit: a worker never sees an id before its row exists.
-        # If publishing fails the rows stay queued and the sweep publishes them later.
-        self._publish("extract", [job_id for result in results for job_id in result.job_ids])
-        return results
-
-    def _store_transcript(
-        self, session: Session, parsed: TranscriptIn, now: datetime
-    ) -> EnqueueResult:
-        s = self.settings
-        saved = conversations.save_transcript(session, parsed, now=now)
-        assistant_seqs = saved.assistant_seqs
-        windows = due_windows(
-            assistant_seqs=assistant_seqs,
-            message_count=saved.message_count,
-            extracted_to_seq=saved.extracted_to_seq,
-            every=s.extract_every,
-            window=s.extract_window,
-            final=saved.final,
-        )
-        job_ids = jobs.create_jobs(
-            session,
-            conversation_id=saved.conversation_id,
-            user_id=saved.user_id,
-            windows=windows,
-            now=now,
-        )
-        return EnqueueResult(
-            conversation_id=saved.conversation_id,
-            stored_messages=saved.stored,
-            skipped_messages=saved.skipped,
-            job_ids=job_ids,
-            ignored_fields=parsed.ignored_fields,
-            no_job_reason=None
-            if job_ids
-            else why_no_window(
-                assistant_count=len(assistant_seqs), every=s.extract_every, final=saved.final
-            )
-            if not windows
-            else "its extractions were queued already",
-        )
 
     # ------------------------------------------------------------------ assemble
 

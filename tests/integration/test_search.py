@@ -15,7 +15,8 @@ from memlane.api.app import create_app
 from memlane.cli.app import app
 from memlane.config.settings import load_settings
 from memlane.models.schemas import MemoryCreate
-from memlane.service.facade import Memlane, utcnow
+from memlane.service.facade import Memlane
+from memlane.service.ingest import utcnow
 
 FACTS = [
     ("User lives in Porto.", "fact", 0.9, "verified"),
