@@ -62,7 +62,7 @@ from collections.abc import Callable, Mapping, Sequence
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
-from memlane.pipeline.assembly import filters as filters
+from memlane.pipeline.assembly import filters
 from memlane.pipeline.assembly.budget import validate_budget
 from memlane.pipeline.assembly.parts import (
     Account,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from memlane.pipeline.assembly import context_format as fmt
-from memlane.pipeline.assembly import filters as filters
+from memlane.pipeline.assembly import filters
 from memlane.pipeline.assembly.assembler import (
     pool_key,
     relevance_of,
