@@ -20,10 +20,7 @@ from pydantic import ValidationError
 from memlane.config.settings import Settings, SettingsError, load_settings
 from memlane.models import migrate
 from memlane.models.db import unit_of_work
-from memlane.models.schemas import (
-    SearchHit,
-    SearchRequest,
-)
+from memlane.models.schemas import SearchHit, SearchRequest
 from memlane.models.store.conversations import delete as conversation_delete
 from memlane.models.store.reads import pack_texts
 from memlane.models.store.users import erase as users
@@ -31,15 +28,9 @@ from memlane.models.store.users import packs
 from memlane.pipeline.assembly.budget import BudgetAsk
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.assembly.records import AssembledContext
-from memlane.pipeline.errors import (
-    ConfigurationError,
-    InvalidInputError,
-)
+from memlane.pipeline.errors import ConfigurationError, InvalidInputError
 from memlane.pipeline.ranking.scoring import STRATEGIES, Strategy, Weights
-from memlane.pipeline.records import (
-    Category,
-    Tier,
-)
+from memlane.pipeline.records import Category, Tier
 from memlane.service import search
 from memlane.service.context_builder import ContextBuilder
 from memlane.service.fleet_status import StatusCache, fleet_status
