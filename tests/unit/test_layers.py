@@ -94,7 +94,9 @@ def imported(
     return [name for name in found if name == ROOT or name.startswith(ROOT + ".")]
 
 
-SOURCES = sorted(p for p in PACKAGE.rglob("*.py") if "migrations" not in p.parts)
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+# A migration history grows by a file per schema change and is read one file at a time.
+HISTORY = PACKAGE / "models" / "migrations" / "versions"
 MODULES = {module_name(path): path for path in SOURCES}
 
 
@@ -182,7 +184,7 @@ def test_the_circle_check_finds_a_circle() -> None:
 def test_no_folder_holds_more_than_fifteen_modules() -> None:
     folders: dict[Path, int] = {}
     for path in SOURCES:
-        if path.name != "__init__.py":
+        if path.name != "__init__.py" and path.parent != HISTORY:
             folders[path.parent] = folders.get(path.parent, 0) + 1
     crowded = {
         str(folder.relative_to(PACKAGE)): count
