@@ -5,7 +5,7 @@ A run of the suite takes a slot: a PostgreSQL advisory lock held until the run e
 two runs at once (in one checkout or two) never empty each other's databases; the second
 takes the next slot. With pytest-xdist every worker of a run also has its own: worker gwN
 of slot s uses the database `memlane_test[_s<s>][_gw<N>]` and Redis database
-15 - (8·s + N), and benchmarks a test starts use the same Redis database and
+15 - (7·s + N), and benchmarks a test starts use the same Redis database and
 databases suffixed the same way (MEMLANE_BENCH_*). A run without xdist in slot 0 uses
 `memlane_test` and Redis database 15, as before.
 
@@ -29,7 +29,9 @@ BASE_DB = os.environ.get("MEMLANE_TEST_PG_DB", "memlane_test")
 REDIS_SERVER = os.environ.get("MEMLANE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 SLOT_VARIABLE = "MEMLANE_TEST_SLOT"
 SLOTS = 2
-WORKERS_PER_SLOT = 8  # Redis has 16 databases: 2 runs of up to 8 workers
+# Redis databases 15 down to 2: 2 runs of up to 7 workers. 0 and 1, where applications'
+# defaults point, are never used (a test flushes its database).
+WORKERS_PER_SLOT = 7
 _held: list[psycopg.Connection] = []  # the slot's lock lives as long as its connection
 
 

@@ -17,11 +17,12 @@ def test_every_slot_and_worker_has_its_own_databases() -> None:
     places = [
         scratch.scratch_for(slot, worker)
         for slot in range(scratch.SLOTS)
-        for worker in (None, "gw1", "gw2", "gw7")
+        for worker in (None, "gw1", "gw2", "gw6")
     ]
     serial = places[0]
     assert serial.pg_db == scratch.BASE_DB and serial.redis_url.endswith("/15")
-    assert places[-1].pg_db == f"{scratch.BASE_DB}_s1_gw7"
+    assert places[-1].pg_db == f"{scratch.BASE_DB}_s1_gw6"
+    assert places[-1].redis_url.endswith("/2")  # 0 and 1, applications' defaults, are left
     # a run without xdist and worker gw0 of a run with it share Redis database 15: they
     # never run at once (a run is one or the other)
     assert len({p.pg_db for p in places}) == len(places)
@@ -32,9 +33,9 @@ def test_every_slot_and_worker_has_its_own_databases() -> None:
     ]
 
 
-def test_a_ninth_worker_is_refused_by_name() -> None:
-    with pytest.raises(RuntimeError, match="at most 8 test workers"):
-        scratch.scratch_for(0, "gw8")
+def test_an_eighth_worker_is_refused_by_name() -> None:
+    with pytest.raises(RuntimeError, match="at most 7 test workers"):
+        scratch.scratch_for(0, "gw7")
 
 
 def test_a_second_run_takes_another_slot_while_this_one_holds_its_own() -> None:
