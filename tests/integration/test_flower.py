@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -38,6 +39,18 @@ def wait_until_up(url: str, timeout: float = 60.0) -> None:
             pass
         time.sleep(0.3)
     raise AssertionError(f"{url} did not answer in {timeout}s")
+
+
+def stop_flower(flower: subprocess.Popen[bytes]) -> None:
+    # Flower's event thread can sit in a blocking broker read after SIGTERM (deployments
+    # kill it after a grace period too, e.g. dimagi/commcare-cloud#3665): the test asks
+    # it to stop, then kills what is left of its process group.
+    flower.terminate()
+    try:
+        flower.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(flower.pid, signal.SIGKILL)
+        flower.wait(timeout=10)
 
 
 def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_path: Path) -> None:
@@ -122,6 +135,5 @@ def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_p
         metrics = httpx.get(f"{base}/metrics", auth=AUTH, timeout=10)
         assert metrics.status_code == 200 and "flower_events_total" in metrics.text
     finally:
-        flower.terminate()
-        flower.wait(timeout=20)
+        stop_flower(flower)
         worker.stop()
