@@ -1,4 +1,4 @@
-"""Offline tiktoken: encodings built from litellm's shipped files, no network."""
+"""Offline tiktoken: encodings built from the BPE files memlane ships, no network."""
 
 from __future__ import annotations
 
@@ -120,10 +120,10 @@ def test_unknown_encoding_name_is_a_configuration_error() -> None:
         get_encoding.__wrapped__("r50k_base")
 
 
-def test_missing_litellm_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_encodings_are_memlane_own_not_litellm(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the embedded install has no litellm: nothing may look for it to count tokens
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(ConfigurationError, match="litellm package"):
-        tokens.tokenizer_dir()
+    assert get_encoding.__wrapped__("cl100k_base").encode_ordinary("hello world") == [15339, 1917]
 
 
 def test_missing_file_is_a_configuration_error(

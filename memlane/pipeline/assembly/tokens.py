@@ -2,11 +2,11 @@
 
 `tiktoken.get_encoding` downloads its BPE file on first use (or reads a cache directory
 named by an environment variable). Neither is allowed here, so the encodings are built
-directly from the BPE files litellm ships in `litellm/litellm_core_utils/tokenizers/`,
-which are tiktoken's own files under tiktoken's cache names (sha1 of the download URL).
-litellm is located with `importlib.util.find_spec`, which does not import it (importing
-litellm costs seconds). Each file's sha256 is checked against the hash tiktoken pins,
-so a corrupt or substituted file is refused instead of miscounting.
+directly from the BPE files memlane ships in `encodings/` beside this module: tiktoken's
+own files under tiktoken's cache names (sha1 of the download URL). They are memlane's
+own copy, not litellm's (which carries the same files), because the embedded install
+has no litellm. Each file's sha256 is checked against the hash tiktoken pins, so a
+corrupt or substituted file is refused instead of miscounting.
 
 The regular expressions and special tokens are copied from `tiktoken_ext/openai_public.py`
 (tiktoken 0.14); tests/unit/test_tokens.py checks the copy against that module.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -112,14 +111,8 @@ def encoding_name_for_model(model: str) -> str:
 
 
 def tokenizer_dir() -> Path:
-    """The folder where litellm ships tiktoken's BPE files (litellm is not imported)."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigurationError(
-            "cannot count tokens offline: the litellm package, which ships tiktoken's "
-            "encoding files, is not installed (pip install litellm)"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+    """The folder of tiktoken's BPE files that memlane ships (package data)."""
+    return Path(__file__).resolve().parent / "encodings"
 
 
 def parse_bpe_ranks(data: bytes) -> dict[bytes, int]:
@@ -134,7 +127,7 @@ def parse_bpe_ranks(data: bytes) -> dict[bytes, int]:
 
 @cache
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """Build (once per process) the named encoding from litellm's copy of its BPE file."""
+    """Build (once per process) the named encoding from memlane's copy of its BPE file."""
     spec = ENCODING_SPECS.get(name)
     if spec is None:
         raise ConfigurationError(
@@ -147,13 +140,12 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     except OSError as error:
         raise ConfigurationError(
             f"cannot count tokens offline: the {name} encoding file is missing from "
-            f"litellm's tokenizers folder ({path.name}: {error.strerror}); "
-            "reinstall litellm or upgrade it to a version that ships it"
+            f"memlane's encodings folder ({path.name}: {error.strerror}); reinstall memlane"
         ) from error
     if hashlib.sha256(data).hexdigest() != spec.sha256:
         raise ConfigurationError(
-            f"the {name} encoding file in litellm's tokenizers folder is not tiktoken's "
-            "(sha256 mismatch); reinstall litellm"
+            f"the {name} encoding file in memlane's encodings folder is not tiktoken's "
+            "(sha256 mismatch); reinstall memlane"
         )
     return tiktoken.Encoding(
         name,
