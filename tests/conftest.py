@@ -16,7 +16,7 @@ from tests import scratch
 # Offline: litellm must not try to fetch its remote cost map during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent / "memlane" / "cli" / "examples"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 

@@ -33,8 +33,9 @@ _SHORT_REASONS = {"over_memory_share": "share", "over_budget": "budget"}
 
 
 def examples_dir() -> Path:
-    """The bundled transcripts: `examples/` at the repository root."""
-    return Path(__file__).resolve().parents[2] / "examples"
+    """The bundled transcripts: package data beside this module, so the demo runs the
+    same from a checkout and from an installed wheel."""
+    return Path(__file__).resolve().parent / "examples"
 
 
 def demo_overrides(db: Path) -> dict[str, object]:

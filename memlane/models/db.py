@@ -12,6 +12,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
+from memlane.config.extras import require
+
 _T = TypeVar("_T")
 _lock = threading.Lock()
 _engines: dict[tuple[str, bool, bool], Engine] = {}
@@ -54,6 +56,8 @@ def build_engine(url: str, *, pre_ping: bool = True, autocommit: bool = False) -
         engine = create_engine(url, connect_args={"check_same_thread": False})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
+    if url.startswith("postgresql"):
+        require("a PostgreSQL database", "postgres", "psycopg")
     extra: dict[str, Any] = {"isolation_level": "AUTOCOMMIT"} if autocommit else {}
     return create_engine(
         url,

@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import OperationalError
@@ -77,6 +76,10 @@ def run_reads(
     dropped (a restart) fails its first read; it is replaced and the reads run again.
     A database that stays away is SQLAlchemy's OperationalError, as the ORM's reads
     raise it: every door maps it alike (503 database_unavailable, a task's retry)."""
+    # Here, not at the top: the SQLite-only install (no `postgres` extra) imports this
+    # module's compiled statements but never runs them.
+    import psycopg
+
     try:
         return _run_reads(engine, reads)
     except psycopg.OperationalError as exc:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import logging
 
-import redis
-
 from memlane.models import migrate
 
 log = logging.getLogger("memlane.readiness")
@@ -30,6 +28,8 @@ def check_broker(url: str, *, timeout_s: float = 2.0) -> str:
     """Ping Redis (or, for another Celery transport, open a kombu connection) briefly."""
     try:
         if url.startswith(("redis://", "rediss://", "unix://")):
+            import redis  # the fleet's extra; an embedded process has no broker to check
+
             client = redis.Redis.from_url(
                 url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s
             )

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery import Celery
-from celery.signals import worker_init, worker_process_init
-
+from memlane.config.extras import FLEET_MODULES, require
 from memlane.config.queues import TASK_ROUTES, Queue
 from memlane.config.settings import Settings, get_settings
+
+require("the Celery fleet (memlane.workers.app)", "fleet", *FLEET_MODULES)
+
+# After the check, which names the extra to install when Celery is missing.
+from celery import Celery  # noqa: E402
+from celery.signals import worker_init, worker_process_init  # noqa: E402
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:

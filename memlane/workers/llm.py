@@ -22,6 +22,7 @@ from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from memlane.config.extras import require
 from memlane.pipeline.backoff import parse_retry_after
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction.extract import parse_extraction
@@ -55,6 +56,7 @@ def load_litellm() -> ModuleType:
     """Import litellm (once per process) configured for workers: the bundled cost map
     instead of a network fetch, no banner on errors, no retries behind the task's back."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    require("the LLM extractor and embedders (litellm)", "fleet", "litellm")
     import litellm
 
     litellm.suppress_debug_info = True

@@ -115,7 +115,7 @@ def test_the_demo_database_run_from_the_checkout_is_ignored_by_git() -> None:
     # README: `scripts/demo.sh` runs from the repository root, so the demo's SQLite file
     # (and the WAL files beside it while it runs) lands in the checkout.
     default = inspect.signature(demo).parameters["db"].default
-    root = EXAMPLES.parent
+    root = EXAMPLES.parents[2]
     for name in (str(default), f"{default}-wal", f"{default}-shm"):
         checked = subprocess.run(
             ["git", "check-ignore", "--no-index", "-q", name], cwd=root, check=False

@@ -109,6 +109,25 @@ def test_the_wheel_holds_only_memlane(wheel: Path) -> None:
     assert "memlane/models/migrations/alembic.ini" in names
     assert any(n.startswith("memlane/models/migrations/versions/0001") for n in names)
     assert "memlane/py.typed" in names
+    # the demo's conversations and tiktoken's BPE files (no litellm in an embedded install)
+    assert "memlane/cli/examples/maya-01-auth-migration.json" in names
+    assert "memlane/pipeline/assembly/encodings/9b5ad71b2ce5302211f9c61530b329a4922fc6a4" in names
+
+
+def test_the_demo_runs_from_the_installed_wheel(
+    scratch_python: Path, app_folder: Path, tmp_path: Path
+) -> None:
+    out = _run(
+        scratch_python,
+        "-m",
+        "memlane",
+        "demo",
+        "--db",
+        tmp_path / "demo.db",
+        cwd=app_folder,
+        env=_env(tmp_path),
+    )
+    assert "ingested  5 transcripts" in out and "<memlane_context" in out
 
 
 def test_an_app_with_its_own_models_enqueues_and_assembles(

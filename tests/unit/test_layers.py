@@ -48,7 +48,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "client": frozenset({"client", "models", "pipeline"}),
     # `memlane serve` and `memlane mcp` launch the other doors
     "cli": _DOOR_MAY | {"cli", "api", "mcp"},
-    ROOT: frozenset({ROOT, "service", "pipeline", "workers", "cli"}),
+    ROOT: frozenset({ROOT, "service", "pipeline", "workers", "cli", "config"}),
 }
 MAX_MODULES_PER_FOLDER = 15
 

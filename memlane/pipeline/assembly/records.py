@@ -9,14 +9,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import tiktoken
 from pydantic import Field, TypeAdapter
 
 from memlane.pipeline.assembly.context_format import JsonDict, Selection, Style, as_json
 from memlane.pipeline.ranking.scoring import Strategy, Weights
 from memlane.pipeline.records import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
+
+if TYPE_CHECKING:  # the wire schemas import this module, and a client has no tiktoken
+    import tiktoken
 
 ItemSection = Literal["soul", "memory", "episode", "procedure"]
 EventType = Literal["verified_item_dropped", "no_candidates_fit"]
