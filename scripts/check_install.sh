@@ -122,7 +122,8 @@ smoke_server() {
 }
 
 smoke_fleet() {
-  (cd "$work" && "$venv/bin/python" -c '
+  (cd "$work" && MEMLANE_BROKER_URL=redis://127.0.0.1:6379/0 \
+    MEMLANE_DATABASE_URL="postgresql+psycopg://127.0.0.1/memlane" "$venv/bin/python" -c '
 import memlane.workers.tasks
 from memlane.workers.app import app
 from memlane.workers.llm import load_litellm
