@@ -28,6 +28,7 @@ from memlane.api import errors as api_errors
 from memlane.api.deps import TRANSCRIPTS_PATH, Runtime
 from memlane.api.metrics import ApiMetrics
 from memlane.api.routes import context, health, ingest, items, jobs, memories, users
+from memlane.config import startup
 from memlane.config.settings import Settings
 from memlane.service.facade import Memlane
 
@@ -55,6 +56,9 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         _ = runtime.settings  # invalid settings stop the server at start
+        if lane is None:  # the app builds its lane: on a database the user named
+            startup.require_database(runtime.settings, "the HTTP API")
+        startup.log_start(runtime.settings, "api")
         try:
             await run_in_threadpool(runtime.lane)
         except Exception as exc:  # the database may come up later; /readyz says why not

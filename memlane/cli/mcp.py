@@ -3,21 +3,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Annotated, Literal
 
 import typer
 
-from memlane.cli.common import USAGE_EXIT, fail, lane_session, stderr
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+from memlane.cli.common import USAGE_EXIT, fail, lane_session
 
 
 def mcp(
@@ -37,10 +27,20 @@ def mcp(
     host: Annotated[str, typer.Option(help="HTTP: the interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="HTTP: the port.")] = 8765,
     path: Annotated[str, typer.Option(help="HTTP: the endpoint's path.")] = "/mcp",
+    allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unauthenticated",
+            help="HTTP: listen on a non-loopback address without MEMLANE_API_KEYS; also "
+            "MEMLANE_ALLOW_UNAUTHENTICATED=true.",
+        ),
+    ] = False,
 ) -> None:
     """Serve a user's memories over MCP: remember, recall, search, list_memories, pin and
     forget, and the memories as a resource. Over HTTP, MEMLANE_API_KEYS (when set) are
-    required as bearer tokens."""
+    required as bearer tokens; on an address other than loopback they must be set (or
+    --allow-unauthenticated given)."""
+    from memlane.config import startup
     from memlane.config.settings import load_settings
     from memlane.service.input_checks import check_text
 
@@ -49,11 +49,14 @@ def mcp(
     if not user_id:
         fail("name the user: --user U, or MEMLANE_MCP_USER", USAGE_EXIT)
     user_id = check_text(user_id, "user_id")  # read as every door reads it: stripped
-    if transport == "http" and not _loopback(host) and not settings.api_keys:
-        stderr.print(
-            f"warning: serving {user_id}'s memories on {host} without a key; "
-            "set MEMLANE_API_KEYS to require one"
+    if transport == "http":
+        startup.require_auth(
+            settings,
+            host,
+            "memlane mcp",
+            allowed=allow_unauthenticated or settings.allow_unauthenticated,
         )
+    typer.echo(startup.start_line(settings, f"mcp ({transport}, user {user_id})"), err=True)
     from memlane.mcp.server import build_server, http_app
 
     level = "DEBUG" if settings.log_level == "DEBUG" else "WARNING"

@@ -133,6 +133,7 @@ def worker(
 ) -> None:
     """Run a Celery worker for memlane's queues (needs MEMLANE_BROKER_URL)."""
     from memlane.config.settings import load_settings
+    from memlane.config.startup import require_database
     from memlane.pipeline.errors import ConfigurationError
 
     settings = load_settings()
@@ -151,6 +152,7 @@ def worker(
             "MEMLANE_BROKER_URL is not set: a Celery worker needs a broker (redis://…); "
             "without one, enqueue runs the jobs in its own process"
         )
+    require_database(settings, "a memlane worker")  # celery's own check, before the exec
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(command[0], command)
@@ -159,14 +161,32 @@ def worker(
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535)] = 8000,
+    allow_unauthenticated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unauthenticated",
+            help="Listen on a non-loopback address without MEMLANE_API_KEYS (when something "
+            "in front checks who calls); also MEMLANE_ALLOW_UNAUTHENTICATED=true.",
+        ),
+    ] = False,
 ) -> None:
-    """Run the HTTP API (memlane.api.app) with uvicorn."""
+    """Run the HTTP API (memlane.api.app) with uvicorn, on MEMLANE_DATABASE_URL (which must
+    be set). On an address other than loopback it needs MEMLANE_API_KEYS, or
+    --allow-unauthenticated."""
     import uvicorn
 
+    from memlane.config import startup
     from memlane.config.logging import configure_logging
     from memlane.config.settings import load_settings
 
     settings = load_settings()  # a bad setting fails here, in one line, not in uvicorn
+    startup.require_database(settings, "memlane serve")
+    startup.require_auth(
+        settings,
+        host,
+        "memlane serve",
+        allowed=allow_unauthenticated or settings.allow_unauthenticated,
+    )
     configure_logging(settings.log_level)
     uvicorn.run(
         "memlane.api.app:create_app",

@@ -4,8 +4,8 @@ optional `.env` file. Nothing is read at import; call `get_settings()`.
 
 from __future__ import annotations
 
-import logging
 import os
+import sys
 from collections.abc import Mapping
 from difflib import get_close_matches
 from functools import lru_cache
@@ -27,12 +27,27 @@ DEFAULT_SQLITE_FILE = "memlane.db"
 BUILT_IN_EMBEDDERS = ("hashing", "minilm")
 # Celery's transports that memlane's fleet can run on (kombu's aliases of them).
 BROKER_SCHEMES = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp", "memory")
-# MEMLANE_* variables that are not settings: read by memlane's own scripts, Procfile,
-# tests, benchmarks and client.
-NOT_SETTINGS = ("MEMLANE_WORKER_CONCURRENCY", "MEMLANE_EXTRACT_CONCURRENCY", "MEMLANE_PG_MAJOR")
-NOT_SETTINGS_PREFIXES = ("MEMLANE_TEST_", "MEMLANE_BENCH_", "MEMLANE_CLIENT_")
+# The MEMLANE_* variables that are not settings, each by name (a prefix would hide a typo
+# of one): read by the Procfile and compose, the scripts, the tests, the benchmarks and
+# the client. tests/unit/test_settings.py fails when a file of the project reads another.
+NOT_SETTINGS = (
+    "MEMLANE_WORKER_CONCURRENCY",  # Procfile, compose
+    "MEMLANE_EXTRACT_CONCURRENCY",  # Procfile, compose
+    "MEMLANE_PG_MAJOR",  # scripts/ensure_services.sh
+    "MEMLANE_TEST_WORKERS",  # scripts/test.sh
+    "MEMLANE_CORE_MAX_MB",  # scripts/check_install.sh
+    "MEMLANE_CORE_MAX_S",
+    "MEMLANE_TEST_PG_ADMIN",  # tests/scratch.py
+    "MEMLANE_TEST_PG_DB",
+    "MEMLANE_TEST_REDIS_URL",
+    "MEMLANE_TEST_SLOT",
+    "MEMLANE_BENCH_PG_ADMIN",  # bench/common.py
+    "MEMLANE_BENCH_REDIS_URL",
+    "MEMLANE_BENCH_DB_SUFFIX",
+    "MEMLANE_CLIENT_URL",  # memlane.client
+    "MEMLANE_CLIENT_KEY",
+)
 
-log = logging.getLogger("memlane.config")
 _warned: set[str] = set()  # each unknown variable is named once per process
 
 
@@ -62,6 +77,9 @@ class Settings(BaseSettings):
         env_file=".env",
         env_file_encoding="utf-8",
         env_nested_delimiter="__",
+        # an empty variable is an unset one: compose passes `${MEMLANE_X:-}` for a setting
+        # whose default is unset, and a platform's form may leave a field empty
+        env_ignore_empty=True,
         extra="ignore",
     )
 
@@ -171,6 +189,11 @@ class Settings(BaseSettings):
     # --- front doors
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = Field(5_000_000, ge=1024)
+    allow_unauthenticated: bool = Field(
+        False,
+        description="let `memlane serve` (and `memlane mcp --transport http`) listen on a "
+        "non-loopback address without MEMLANE_API_KEYS (something in front authenticates)",
+    )
     mcp_user: str | None = Field(
         None, description="the user whose memories `memlane mcp` serves (or --user)"
     )
@@ -232,6 +255,10 @@ class Settings(BaseSettings):
 
     @property
     def resolved_database_url(self) -> str:
+        if self.database_url is None and self.broker_url is not None:
+            # with a broker, jobs stored here are run by other processes: each would make
+            # a memlane.db of its own where it runs, and never see this one's jobs
+            raise no_implicit_database("with MEMLANE_BROKER_URL set, memlane")
         return self.database_url or f"sqlite:///{Path.cwd() / DEFAULT_SQLITE_FILE}"
 
     @property
@@ -255,6 +282,18 @@ class SettingsError(ValueError):
     code = "configuration_error"
 
 
+def no_implicit_database(who: str) -> SettingsError:
+    """The refusal to fall back to the SQLite file in the working folder, where that file
+    cannot be what the user meant (a server, or processes that share jobs through a
+    broker): `who` is the subject of the sentence."""
+    return SettingsError(
+        f"MEMLANE_DATABASE_URL is not set: {who} does not fall back to a {DEFAULT_SQLITE_FILE} "
+        f"of its own in {Path.cwd()}; set MEMLANE_DATABASE_URL to the database every process "
+        f"shares (postgresql://user@host/db, or sqlite:///{DEFAULT_SQLITE_FILE} to mean that "
+        "file)"
+    )
+
+
 def load_settings(**overrides: object) -> Settings:
     """Build settings, turning a validation error into one that names the variable, and
     warning of a `MEMLANE_*` variable that is no setting (a misspelling, most likely)."""
@@ -262,9 +301,13 @@ def load_settings(**overrides: object) -> Settings:
         if name in _warned:
             continue
         _warned.add(name)
-        near = get_close_matches(name, setting_variables(), n=1, cutoff=0.6)
-        hint = f"; did you mean {near[0]}?" if near else ""
-        log.warning("%s is not a memlane setting and is ignored%s", name, hint)
+        # compared without the prefix all share, which would make any name look close
+        known = [known.removeprefix("MEMLANE_") for known in (*setting_variables(), *NOT_SETTINGS)]
+        near = get_close_matches(name.removeprefix("MEMLANE_"), known, n=1, cutoff=0.6)
+        hint = f"; did you mean MEMLANE_{near[0]}?" if near else ""
+        # on stderr itself, not through logging: the CLI shows memlane's log only under
+        # --debug, and Celery sets its logging up after the settings are read
+        print(f"warning: {name} is not a memlane setting and is ignored{hint}", file=sys.stderr)
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
@@ -290,13 +333,7 @@ def setting_variables() -> list[str]:
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     """The `MEMLANE_*` names in `environ` that are neither settings nor memlane's own."""
     known = set(setting_variables()) | set(NOT_SETTINGS)
-    return sorted(
-        name
-        for name in environ
-        if name.startswith("MEMLANE_")
-        and name not in known
-        and not name.startswith(NOT_SETTINGS_PREFIXES)
-    )
+    return sorted(name for name in environ if name.startswith("MEMLANE_") and name not in known)
 
 
 @lru_cache(maxsize=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memlane.config import startup
 from memlane.config.extras import FLEET_MODULES, require
 from memlane.config.queues import TASK_ROUTES, Queue
 from memlane.config.settings import Settings, get_settings
@@ -13,7 +14,13 @@ require("the Celery fleet (memlane.workers.app)", "fleet", *FLEET_MODULES)
 
 # After the check, which names the extra to install when Celery is missing.
 from celery import Celery  # noqa: E402
-from celery.signals import worker_init, worker_process_init  # noqa: E402
+from celery.signals import (  # noqa: E402
+    beat_init,
+    celeryd_after_setup,
+    celeryd_init,
+    worker_init,
+    worker_process_init,
+)
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -113,3 +120,22 @@ def _load_the_llm_client_before_the_first_job(**_: Any) -> None:
         from memlane.workers.llm import load_litellm
 
         load_litellm()
+
+
+# Start-up checks of `celery -A memlane.workers.app worker|beat` however it is started
+# (memlane.config.startup): a refusal exits before the worker connects; the start line is
+# logged once Celery's logging is set up.
+@celeryd_init.connect
+def _refuse_an_implicit_database(**_: Any) -> None:
+    startup.exit_unless(lambda: startup.require_database(get_settings(), "a memlane worker"))
+
+
+@celeryd_after_setup.connect
+def _log_what_the_worker_runs_on(**_: Any) -> None:
+    startup.log_start(get_settings(), "worker")
+
+
+@beat_init.connect
+def _beat_checks_and_logs(**_: Any) -> None:
+    startup.exit_unless(lambda: startup.require_database(get_settings(), "memlane's beat"))
+    startup.log_start(get_settings(), "beat")

@@ -65,6 +65,7 @@ def test_every_procfile_process_starts_by_its_command_line(
     deployment = {
         "MEMLANE_DATABASE_URL": pg,
         "MEMLANE_BROKER_URL": redis_url,
+        "MEMLANE_API_KEYS": "deploy-key",  # web listens on 0.0.0.0: it refuses without
         "PORT": str(web_port),
         "FLOWER_PORT": str(flower_port),
         "FLOWER_BASIC_AUTH": f"{AUTH[0]}:{AUTH[1]}",
@@ -132,7 +133,7 @@ def readme_variables() -> list[str]:
 def test_the_readme_deployment_is_the_procfile_this_test_runs() -> None:
     block = readme_deployment().split("```Procfile\n", 1)[1].split("```", 1)[0]
     assert block == (ROOT / "Procfile").read_text(encoding="utf-8")
-    assert len(readme_variables()) == 7
+    assert len(readme_variables()) == 8
     for name, command in procfile().items():
         for variable in re.findall(r"\$\{(\w+)", command):
             assert variable in readme_variables(), (name, variable)

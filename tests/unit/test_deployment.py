@@ -3,6 +3,7 @@ reading it: every service's command agrees with the Procfile, the queues and set
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from memlane.config.queues import TASK_ROUTES, Queue
-from memlane.config.settings import Settings
+from memlane.config.settings import Settings, setting_variables
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,11 +75,24 @@ def test_every_queue_is_consumed_and_every_routed_task_has_a_consumer() -> None:
     assert option(procfile()["extract"], "--pool") == "threads"  # LLM-bound: overlap waits
 
 
+# the services' own: compose's PostgreSQL and Redis, not a default
+SERVICE_URLS = {"MEMLANE_DATABASE_URL", "MEMLANE_BROKER_URL"}
+
+
+def compose_settings() -> dict[str, str]:
+    environment = compose()["x-memlane"]["environment"]
+    return {k: v for k, v in environment.items() if k.startswith("MEMLANE_")}
+
+
 def test_compose_sets_only_real_settings_and_commits_no_secret() -> None:
     text = (ROOT / "docker-compose.yml").read_text()
-    fields = {f"MEMLANE_{name.upper()}" for name in Settings.model_fields}
-    used = set(re.findall(r"\b(MEMLANE_[A-Z_]+)\s*:", text))
-    assert used and used <= fields, used - fields
+    used = {
+        name
+        for service in compose()["services"].values()
+        for name in service.get("environment") or {}
+        if name.startswith("MEMLANE_")
+    }
+    assert used and used <= set(setting_variables()), used - set(setting_variables())
     for secret in ("POSTGRES_PASSWORD", "FLOWER_BASIC_AUTH"):
         assert re.search(r"\$\{" + secret + r":\?", text), f"{secret} must be required"
     assert not re.search(r"(?i)password\s*:\s*[\"']?[a-z0-9]{4,}", text)
@@ -134,3 +148,115 @@ def test_the_image_runs_as_a_user_and_carries_the_local_embedder() -> None:
 def test_flower_is_published_on_the_hosts_loopback_only() -> None:
     # Flower's /metrics ignores --basic-auth (tests/integration/test_procfile.py)
     assert compose()["services"]["flower"]["ports"] == ["127.0.0.1:5555:5555"]
+
+
+def test_compose_passes_every_setting_through_with_the_settings_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = compose_settings()
+    # every variable a setting is read from (the weights by their parts)
+    assert set(settings) == set(setting_variables()) - {"MEMLANE_WEIGHTS"}
+    defaults = {}
+    for name, value in settings.items():
+        if name in SERVICE_URLS:
+            continue
+        passed = re.fullmatch(r"\$\{(\w+):-([^}]*)\}", value)
+        assert passed and passed.group(1) == name, f"{name}: {value}"
+        defaults[name] = passed.group(2)  # empty: unset, the settings' own default
+    # what the services read when the host sets none of them, against the class's defaults
+    for name in list(os.environ):
+        if name.startswith("MEMLANE_"):
+            monkeypatch.delenv(name)
+    declared = Settings(_env_file=None).model_dump()  # type: ignore[call-arg]
+    for name, value in defaults.items():
+        monkeypatch.setenv(name, value)
+    read = Settings(_env_file=None).model_dump()  # type: ignore[call-arg]
+    assert read == declared
+
+
+def test_compose_does_not_pin_the_embedder() -> None:
+    # the README's default is the settings' (the image installs the local embedder)
+    assert compose_settings()["MEMLANE_EMBEDDING_MODEL"] == "${MEMLANE_EMBEDDING_MODEL:-}"
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "MEMLANE_" not in dockerfile.replace("MEMLANE_EMBEDDING_MODEL=minilm)", "")
+
+
+def test_compose_api_is_refused_without_keys_unless_opted_in() -> None:
+    settings = compose_settings()
+    assert settings["MEMLANE_API_KEYS"] == "${MEMLANE_API_KEYS:-}"
+    assert settings["MEMLANE_ALLOW_UNAUTHENTICATED"] == "${MEMLANE_ALLOW_UNAUTHENTICATED:-false}"
+    assert option(compose()["services"]["api"]["command"], "--host") == "0.0.0.0"
+    assert "--allow-unauthenticated" not in compose()["services"]["api"]["command"]
+
+
+@pytest.mark.parametrize(
+    ("service", "variable"),
+    [("worker", "MEMLANE_WORKER_CONCURRENCY"), ("extract", "MEMLANE_EXTRACT_CONCURRENCY")],
+)
+def test_compose_workers_size_their_pools_as_the_procfile(service: str, variable: str) -> None:
+    argv = compose()["services"][service]["command"]
+    proc = procfile()[service]
+    assert option(argv, "--concurrency") == option(proc, "--concurrency")
+    assert option(argv, "--concurrency").startswith("${" + variable + ":-")
+
+
+def test_one_postgresql_major_everywhere() -> None:
+    image = compose()["services"]["postgres"]["image"]
+    assert image == "pgvector/pgvector:pg15"
+    script = (ROOT / "scripts" / "ensure_services.sh").read_text()
+    assert 'PGVER="${MEMLANE_PG_MAJOR:-15}"' in script
+    readme = (ROOT / "README.md").read_text()
+    majors = set(re.findall(r"PostgreSQL (1\d)\b", readme))
+    majors |= set(re.findall(r"PostgreSQL (1\d)\b", (ROOT / "bench" / "README.md").read_text()))
+    assert majors == {"15"}
+
+
+def _dockerignored(patterns: list[str], path: str) -> bool:
+    """Docker's rule for the build context: the last matching pattern decides (`!`
+    keeps), and a pattern that matches a folder matches all under it."""
+    parts = path.split("/")
+    ignored = False
+    for pattern in patterns:
+        keep = pattern.startswith("!")
+        body = pattern.lstrip("!").strip("/")
+        regex = re.escape(body).replace(r"\*\*/", "(.*/)?").replace(r"\*\*", ".*")
+        regex = regex.replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+        regex = regex.replace(r"\[", "[").replace(r"\]", "]")
+        if any(re.fullmatch(regex, "/".join(parts[:n])) for n in range(1, len(parts) + 1)):
+            ignored = not keep
+    return ignored
+
+
+def test_the_build_context_keeps_what_the_image_copies_and_drops_the_checkouts_own() -> None:
+    lines = (ROOT / ".dockerignore").read_text().splitlines()
+    patterns = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    copied = [
+        line.split()[1:-1]
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ")
+    ]
+    sources = [source for sources in copied for source in sources]
+    assert {"pyproject.toml", "README.md", "memlane"} <= set(sources)
+    for source in sources:
+        for path in [source, *(p.relative_to(ROOT).as_posix() for p in (ROOT / source).rglob("*"))]:
+            if "__pycache__" not in path:
+                assert not _dockerignored(patterns, path), path
+    for junk in (
+        ".venv/bin/python",
+        ".env",
+        "memlane.db",
+        "memlane-demo.db",
+        "memlane.db-wal",
+        "examples/memlane.db",
+        ".git/HEAD",
+        "memlane/__pycache__/app.cpython-311.pyc",
+        ".mypy_cache/3.11/x.json",
+        ".ruff_cache/x",
+        ".pytest_cache/v/x",
+        ".hypothesis/examples/x",
+        "build/lib/memlane/__init__.py",
+        "dist/memlane-0.1.0-py3-none-any.whl",
+        "memlane.egg-info/PKG-INFO",
+        "bench/results/locomo.json",
+    ):
+        assert _dockerignored(patterns, junk), junk

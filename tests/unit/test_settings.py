@@ -97,21 +97,47 @@ def test_a_misspelt_embedder_is_refused_with_the_name_meant(
         assert load_settings().embedding_model == name
 
 
-def test_an_unknown_variable_is_named_with_the_closest_setting(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_an_unknown_variable_is_named_on_stderr_with_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("MEMLANE_DATABSE_URL", "sqlite:///x.db")
+    monkeypatch.setenv("MEMLANE_TEST_WORKRS", "1")  # memlane's own are listed by name
+    monkeypatch.setenv("MEMLANE_ZQX", "1")
     for name in ("MEMLANE_TEST_PG_DB", "MEMLANE_BENCH_DB_SUFFIX", "MEMLANE_WORKER_CONCURRENCY"):
         monkeypatch.setenv(name, "1")
     monkeypatch.setenv("MEMLANE_WEIGHTS__RELEVANCE", "0.40")
-    with caplog.at_level(logging.WARNING, logger="memlane.config"):
-        assert load_settings().database_url is None
-        load_settings()
-    warned = [r.getMessage() for r in caplog.records]
-    assert warned == [
-        "MEMLANE_DATABSE_URL is not a memlane setting and is ignored; "
-        "did you mean MEMLANE_DATABASE_URL?"
+    logging.getLogger("memlane").addHandler(logging.NullHandler())  # as the CLI, no --debug
+    assert load_settings().database_url is None
+    load_settings()  # once a process
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: MEMLANE_DATABSE_URL is not a memlane setting and is ignored; "
+        "did you mean MEMLANE_DATABASE_URL?",
+        "warning: MEMLANE_TEST_WORKRS is not a memlane setting and is ignored; "
+        "did you mean MEMLANE_TEST_WORKERS?",
+        "warning: MEMLANE_ZQX is not a memlane setting and is ignored",
     ]
+
+
+def test_an_empty_variable_is_an_unset_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # compose passes `${MEMLANE_X:-}` for a setting whose default is unset
+    for name in ("MESSAGE_RETENTION_DAYS", "LLM_MODEL", "LLM_API_BASE", "EMBEDDING_MODEL"):
+        monkeypatch.setenv(f"MEMLANE_{name}", "")
+    settings = load_settings()
+    assert (settings.message_retention_days, settings.llm_model, settings.llm_api_base) == (
+        None,
+        None,
+        None,
+    )
+    assert settings.embedding_model == Settings.model_fields["embedding_model"].default
+
+
+def test_with_a_broker_there_is_no_implicit_database(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings().resolved_database_url.endswith("/memlane.db")  # one process
+    monkeypatch.setenv("MEMLANE_BROKER_URL", "redis://127.0.0.1:6379/0")
+    with pytest.raises(SettingsError, match=r"^MEMLANE_DATABASE_URL is not set: with MEMLANE_B"):
+        _ = load_settings().resolved_database_url
+    monkeypatch.setenv("MEMLANE_DATABASE_URL", "sqlite:///shared.db")
+    assert load_settings().resolved_database_url == "sqlite:///shared.db"
 
 
 def test_memlanes_own_files_use_no_unknown_variable() -> None:
@@ -119,18 +145,26 @@ def test_memlanes_own_files_use_no_unknown_variable() -> None:
     used = set()
     for path in [
         *root.glob("memlane/**/*.py"),
-        *root.glob("scripts/*.sh"),
+        *root.glob("scripts/*"),
+        *root.glob(".ci/*"),
+        *root.glob(".github/**/*.yml"),
         *root.glob("bench/**/*.py"),
         *root.glob("tests/**/*.py"),
         root / "Procfile",
         root / "docker-compose.yml",
+        root / "Dockerfile",
         root / "README.md",
     ]:
         used |= set(
             __import__("re").findall(r"\bMEMLANE_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text())
         )
-    strays = set(unknown_variables(dict.fromkeys(used, ""))) - {"MEMLANE_DATABSE_URL", "MEMLANE_X"}
+    # the misspellings the tests and the README show on purpose
+    shown = {"MEMLANE_DATABSE_URL", "MEMLANE_X", "MEMLANE_TEST_WORKRS", "MEMLANE_ZQX"}
+    shown |= {"MEMLANE_EMBEDING_MODEL", "MEMLANE_SOMETHING_ELSE", "MEMLANE_SWEEP_EVERY_SECONDS"}
+    strays = set(unknown_variables(dict.fromkeys(used, ""))) - shown
     assert strays == set()
+    # and NOT_SETTINGS lists no name no file reads any more
+    assert set(settings_module.NOT_SETTINGS) <= used
 
 
 def test_every_setting_is_read_outside_the_settings() -> None:
