@@ -56,7 +56,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         _ = runtime.settings  # invalid settings stop the server at start
         try:
-            await run_in_threadpool(runtime.lane)
+            await run_in_threadpool(lambda: runtime.lane().warm_process())  # before any request
         except Exception as exc:  # the database may come up later; /readyz says why not
             log.warning("memlane not ready at start (retried on first request): %s", exc)
         yield

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init, worker_process_init
+from celery.signals import celeryd_after_setup, worker_process_init
 
 from memlane.config.queues import TASK_ROUTES, Queue
 from memlane.config.settings import Settings, get_settings
+from memlane.workers import warmup
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -100,12 +101,11 @@ def _fresh_engines_per_process(**_: Any) -> None:
     from memlane.models.db import dispose_engines
 
     dispose_engines()
+    warmup.on_worker_process_init()  # its models and clients, before the first job
 
 
-@worker_init.connect
-def _load_the_llm_client_before_the_first_job(**_: Any) -> None:
-    # litellm takes seconds to import; pay that at start-up, not in the first job's latency.
-    if get_settings().llm_model is not None:
-        from memlane.workers.llm import load_litellm
-
-        load_litellm()
+@celeryd_after_setup.connect
+def _warm_before_the_first_job(instance: Any = None, **_: Any) -> None:
+    # litellm, the embedder and the tokenizer take seconds to load: paid at start-up,
+    # not in the first job's latency_ms (memlane.workers.warmup says which signal does what)
+    warmup.on_worker_start(instance)
