@@ -9,6 +9,13 @@ trivial indexed query round trip, read the way the assembler reads.
     python -m bench.assemble --backend postgresql --sizes 10000 --profile
     MEMLANE_EMBEDDING_MODEL=minilm python -m bench.assemble   # HNSW (own database)
     MEMLANE_EMBEDDING_MODEL=minilm python -m bench.assemble --embed-query  # embedding timed
+    python -m bench.assemble --first-call      # also the first call of a fresh process
+
+`--first-call`: beside the warm figures, a fresh process's first `assemble` (the query
+embedded in the call, as a first request's is), cold (`first_cold_ms`: tokenizer and
+embedder loads included) and after `Memlane.warm_process()` as `memlane serve` runs it at
+start (`first_warmed_ms`; `warm_process_ms`: what the start paid for it), the median of
+three processes each.
     python -m bench.assemble --backend postgresql --unprepared    # every read planned
 
 Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
@@ -16,10 +23,15 @@ Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
+import json
+import os
 import pstats
 import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -155,8 +167,60 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                     cpu_p50_ms=round(percentile([c * 1e3 for c in cpu], 50), 3),
                     cpu_p99_ms=round(percentile([c * 1e3 for c in cpu], 99), 3),
                 )
+            if args.first_call:
+                lane.flush()
+                bench_first_calls(report, backend, url, user, size)
     if backend == "postgresql":
         flush_redis()
+
+
+FIRST_CALL_RUNS = 3
+
+
+def first_call_child(url: str, user: str, warmed: bool, broker: str | None) -> None:
+    """In a fresh process: one assemble, timed (after warm_process when `warmed`)."""
+    questions = dataset.queries(2)  # made before the clock starts: the bench's, not memlane's
+    started = time.perf_counter()
+    with Memlane(load_settings(database_url=url, broker_url=broker)) as lane:
+        warm_ms = 0.0
+        if warmed:
+            lane.warm_process()
+            warm_ms = (time.perf_counter() - started) * 1e3
+        first = time.perf_counter()
+        lane.assemble(user, questions[0], budget_tokens=BUDGET, now=dataset.NOW)
+        first_ms = (time.perf_counter() - first) * 1e3
+        again = time.perf_counter()
+        lane.assemble(user, questions[1], budget_tokens=BUDGET, now=dataset.NOW)
+        second_ms = (time.perf_counter() - again) * 1e3
+    print(json.dumps({"first_ms": first_ms, "second_ms": second_ms, "warm_ms": warm_ms}))
+
+
+def first_call(url: str, user: str, *, warmed: bool, broker: str | None) -> dict[str, float]:
+    """The medians of FIRST_CALL_RUNS fresh processes' first_call_child."""
+    runs = []
+    for _ in range(FIRST_CALL_RUNS):
+        command = [sys.executable, "-m", "bench.assemble", "--first-call-child", url, user]
+        command += ["warmed" if warmed else "cold", broker or ""]
+        done = subprocess.run(
+            command, capture_output=True, text=True, check=True, env={**os.environ}
+        )
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {key: round(statistics.median(r[key] for r in runs), 1) for key in runs[0]}
+
+
+def bench_first_calls(report: Report, backend: str, url: str, user: str, size: int) -> None:
+    broker = REDIS_URL if backend == "postgresql" else None
+    cold = first_call(url, user, warmed=False, broker=broker)
+    warmed = first_call(url, user, warmed=True, broker=broker)
+    report.emit(
+        backend=backend,
+        memories=size,
+        strategy="scored",
+        first_cold_ms=cold["first_ms"],
+        first_warmed_ms=warmed["first_ms"],
+        warm_process_ms=warmed["warm_ms"],
+        second_ms=warmed["second_ms"],
+    )
 
 
 def never_prepare(engine: Engine) -> None:
@@ -215,12 +279,23 @@ def main(argv: list[str] | None = None) -> int:
         help="PostgreSQL: plan every read (a user whose prepared statement a busy "
         "process's connections no longer keep)",
     )
+    p.add_argument(
+        "--first-call",
+        action="store_true",
+        help="also time a fresh process's first assemble, cold and after warm_process",
+    )
+    p.add_argument("--first-call-child", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.first_call_child:
+        url, user, mode, broker = args.first_call_child
+        first_call_child(url, user, mode == "warmed", broker or None)
+        return 0
     plan = dict(PLANS[args.size])
     plan["sizes"] = args.sizes or plan["sizes"]
     plan["iterations"] = args.iterations or plan["iterations"]
     columns = ["backend", "memories", "strategy", "n", "p50_ms", "p99_ms", "cpu_p50_ms"]
     columns += ["cpu_p99_ms", "floor_p50_ms"]
+    columns += ["first_cold_ms", "first_warmed_ms", "warm_process_ms", "second_ms"]
     report = Report("assemble", [*columns, "goal", "figure_ms", "figure_ratio", "met"])
     # One database per embedder: its vectors are loaded with the data.
     name = load_settings().embedding_model

@@ -60,7 +60,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
             startup.require_database(runtime.settings, "the HTTP API")
         startup.log_start(runtime.settings, "api")
         try:
-            await run_in_threadpool(runtime.lane)
+            await run_in_threadpool(lambda: runtime.lane().warm_process())  # before any request
         except Exception as exc:  # the database may come up later; /readyz says why not
             log.warning("memlane not ready at start (retried on first request): %s", exc)
         yield

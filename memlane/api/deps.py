@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from memlane.api.errors import ApiError, ErrorOut
 from memlane.api.metrics import ApiMetrics
 from memlane.config.settings import Settings, get_settings
+from memlane.pipeline import error_codes as codes
 from memlane.service.api_keys import key_actor
 from memlane.service.facade import Memlane
 
@@ -84,7 +85,7 @@ async def require_key(
     given = credentials.credentials if credentials is not None else ""
     actor = key_actor(given, keys)
     if actor is None:
-        raise ApiError(401, "unauthorized", "send a valid API key: Authorization: Bearer <key>")
+        raise ApiError(codes.UNAUTHORIZED, "send a valid API key: Authorization: Bearer <key>")
     request.state.actor = actor
 
 

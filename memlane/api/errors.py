@@ -1,11 +1,13 @@
 """The HTTP API's one error shape, `{"error": {"code": "<stable code>", "message": "..."}}`:
 the exception handlers that produce it and the middleware that refuses oversized bodies.
 
-Codes: invalid_transcript / validation_error (422), message_too_large and body_too_large
-(413), unauthorized (401), not_found (404), budget_exceeded (422, with budget and
-required), conflict (409: any other MemlaneError), broker_unavailable (503, with the
-job ids stored and left queued) and database_unavailable (503), configuration_error and
-internal_error (500).
+Codes come only from memlane.pipeline.error_codes (the client maps the same table):
+invalid_transcript / validation_error (422), message_too_large and body_too_large
+(413), unauthorized (401), not_found (404), method_not_allowed (405), budget_exceeded
+(422, with budget and required), conflict (409: any other MemlaneError),
+broker_unavailable (503, with the job ids stored and left queued), database_unavailable
+and not_ready (503), configuration_error and internal_error (500), http_error (any other
+status the framework raised).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memlane.pipeline import error_codes as codes
+from memlane.pipeline.error_codes import WireError
 from memlane.pipeline.errors import (
     BrokerUnavailableError,
     BudgetError,
@@ -33,15 +37,20 @@ from memlane.pipeline.errors import (
 )
 
 # What facade errors become over HTTP; any other MemlaneError is a state conflict (409).
-_STATUS_OF: tuple[tuple[type[MemlaneError], int, str], ...] = (
-    (TranscriptError, 422, "invalid_transcript"),
-    (NotFoundError, 404, "not_found"),
-    (BudgetError, 422, "budget_exceeded"),
-    (InvalidInputError, 422, "validation_error"),
-    (BrokerUnavailableError, 503, "broker_unavailable"),
-    (ConfigurationError, 500, "configuration_error"),
+_STATUS_OF: tuple[tuple[type[MemlaneError], WireError], ...] = (
+    (TranscriptError, codes.INVALID_TRANSCRIPT),
+    (NotFoundError, codes.NOT_FOUND),
+    (BudgetError, codes.BUDGET_EXCEEDED),
+    (InvalidInputError, codes.VALIDATION_ERROR),
+    (BrokerUnavailableError, codes.BROKER_UNAVAILABLE),
+    (ConfigurationError, codes.CONFIGURATION_ERROR),
 )
-_HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
+_HTTP_CODES = {
+    401: codes.UNAUTHORIZED,
+    404: codes.NOT_FOUND,
+    405: codes.METHOD_NOT_ALLOWED,
+    413: codes.BODY_TOO_LARGE,
+}
 # MessageIn's validator words it "content is 123,456 characters; the limit is 100,000".
 _TOO_LONG = re.compile(r"content is [\d,]+ characters; the limit is [\d,]+")
 
@@ -74,11 +83,11 @@ class ErrorOut(BaseModel):
 
 
 class ApiError(Exception):
-    """An error the API itself raises (not the facade), with its status and code."""
+    """An error the API itself raises (not the facade), with its code and message."""
 
-    def __init__(self, status: int, code: str, message: str, **extra: object) -> None:
+    def __init__(self, kind: WireError, message: str, **extra: object) -> None:
         super().__init__(message)
-        self.status, self.code, self.message, self.extra = status, code, message, extra
+        self.kind, self.message, self.extra = kind, message, extra
 
 
 class BodyTooLarge(HTTPException):
@@ -93,15 +102,15 @@ class BodyTooLarge(HTTPException):
 
 
 def error_response(
-    status: int,
-    code: str,
+    kind: WireError,
     message: str,
     *,
     headers: Mapping[str, str] | None = None,
     **extra: object,
 ) -> JSONResponse:
-    body = {"error": {"code": code, "message": message, **extra}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    """The error body of `kind`, answered with its status."""
+    body = {"error": {"code": kind.code, "message": message, **extra}}
+    return JSONResponse(body, status_code=kind.status, headers=headers)
 
 
 class BodyLimit:
@@ -145,33 +154,30 @@ class BodyLimit:
 
 
 def _too_large(limit: int) -> JSONResponse:
-    return error_response(413, "body_too_large", str(BodyTooLarge(limit).detail))
+    return error_response(codes.BODY_TOO_LARGE, str(BodyTooLarge(limit).detail))
 
 
 async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-    return error_response(exc.status, exc.code, exc.message, headers=headers, **exc.extra)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.kind.status == 401 else None
+    return error_response(exc.kind, exc.message, headers=headers, **exc.extra)
 
 
 async def on_memlane_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemlaneError)
-    status, code = next(((s, c) for t, s, c in _STATUS_OF if isinstance(exc, t)), (409, "conflict"))
+    kind = next((k for t, k in _STATUS_OF if isinstance(exc, t)), codes.CONFLICT)
     if isinstance(exc, BudgetError):
-        return error_response(status, code, str(exc), budget=exc.budget, required=exc.required)
+        return error_response(kind, str(exc), budget=exc.budget, required=exc.required)
     if isinstance(exc, BrokerUnavailableError):
-        return error_response(
-            status, code, str(exc), headers={"Retry-After": "5"}, job_ids=exc.job_ids
-        )
-    return error_response(status, code, str(exc))
+        return error_response(kind, str(exc), headers={"Retry-After": "5"}, job_ids=exc.job_ids)
+    return error_response(kind, str(exc))
 
 
 async def on_database_down(_: Request, exc: Exception) -> JSONResponse:
     # The pool replaces a dropped connection on the next checkout: a retry succeeds once
     # the server is back, with no restart of memlane.
     return error_response(
-        503,
-        "database_unavailable",
+        codes.DATABASE_UNAVAILABLE,
         "the database is not reachable right now; retry shortly",
         headers={"Retry-After": "1"},
     )
@@ -184,13 +190,13 @@ async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         # nested too deeply for the parser): bad input like any other, rejected whole.
         transcript = request.url.path.endswith("/transcripts")
         return error_response(
-            422,
-            "invalid_transcript" if transcript else "validation_error",
+            codes.INVALID_TRANSCRIPT if transcript else codes.VALIDATION_ERROR,
             f"{'invalid transcript' if transcript else 'invalid request'}: {UNREADABLE_BODY}",
         )
-    code = "body_too_large" if isinstance(exc, BodyTooLarge) else None
-    code = code or _HTTP_CODES.get(exc.status_code, "http_error")
-    return error_response(exc.status_code, code, str(exc.detail), headers=exc.headers)
+    kind = _HTTP_CODES.get(exc.status_code, codes.HTTP_ERROR)
+    # http_error keeps the framework's status, whatever it is
+    body = {"error": {"code": kind.code, "message": str(exc.detail)}}
+    return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
 def validation_handler(transcript_paths: Collection[str]) -> Handler:
@@ -218,12 +224,12 @@ def validation_handler(transcript_paths: Collection[str]) -> Handler:
             if on_transcript and loc[1:2] == ["messages"] and _TOO_LONG.search(message):
                 index = int(loc[2])
                 text = f"message {index} is too long: {field}: {message}"
-                return error_response(413, "message_too_large", text, index=index)
+                return error_response(codes.MESSAGE_TOO_LARGE, text, index=index)
             details.append({"field": field, "message": message})
         shown = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
         more = f" (and {len(details) - 5} more)" if len(details) > 5 else ""
-        code = "invalid_transcript" if on_transcript else "validation_error"
-        return error_response(422, code, f"invalid request: {shown}{more}", details=details[:50])
+        refused = codes.INVALID_TRANSCRIPT if on_transcript else codes.VALIDATION_ERROR
+        return error_response(refused, f"invalid request: {shown}{more}", details=details[:50])
 
     return on_validation_error
 
@@ -235,7 +241,7 @@ def _is_json(request: Request) -> bool:
 
 async def on_unexpected(_: Request, exc: Exception) -> JSONResponse:
     # Starlette re-raises the error after this response, so the server logs it once.
-    return error_response(500, "internal_error", "internal error; the server log has details")
+    return error_response(codes.INTERNAL_ERROR, "internal error; the server log has details")
 
 
 def install(

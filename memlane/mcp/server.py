@@ -101,13 +101,17 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
         category: Category = "fact",
         importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
         conversation_id: str | None = None,
+        system: str | list[dict[str, Any]] | None = None,
     ) -> RememberOut:
         """Remember one fact about the user (`fact`: one sentence, stored now; a fact
         already known is confirmed, not stored twice), or hand over conversation `messages` (OpenAI
         or Anthropic format, as sent to the model) for memlane to extract memories from
-        in the background. Give one of the two."""
+        in the background. Give one of the two; with `messages`, Anthropic's top-level
+        `system` (a string or text blocks) may go beside them."""
         if (fact is None) == (messages is None):
             raise ToolError("give either `fact` (one sentence) or `messages`, not both or none")
+        if system is not None and messages is None:
+            raise ToolError("`system` goes with `messages` (the conversation it began)")
         if fact is not None:
             done = lane.remember(
                 user_id, {"content": fact, "category": category, "importance": importance}
@@ -122,6 +126,7 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
                 "user_id": user_id,
                 "messages": messages,
                 "final": True,
+                **({"system": system} if system is not None else {}),
             }
         )
         return RememberOut(

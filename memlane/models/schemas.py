@@ -19,12 +19,20 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     StringConstraints,
+    ValidationError,
     WithJsonSchema,
     field_validator,
     model_validator,
 )
 
-from memlane.pipeline.extraction.chat_formats import ChatFormat, Flavor, check_format, read_message
+from memlane.pipeline.extraction.chat_formats import (
+    ChatFormat,
+    Flavor,
+    check_format,
+    read_message,
+    read_system,
+    system_message,
+)
 from memlane.pipeline.records import (
     Category,
     Frozen,
@@ -177,14 +185,46 @@ class TranscriptIn(Frozen):
     its first message, so re-sending it, or a longer version of it, stores nothing twice.
     Messages with ids may be sent incrementally; an id seen before is skipped (its text
     must not change).
+
+    `system` is Anthropic's top-level system prompt (a string or text blocks): it is read
+    into `messages` as their first message, role system, so `messages` hold the whole
+    conversation and `system` (kept as given) is never sent or stored twice.
     """
 
     conversation_id: Identifier
     user_id: UserIdIn
+    system: str | list[dict[str, Any]] | None = Field(
+        default=None,
+        exclude=True,
+        description="Anthropic's top-level system prompt, a string or a list of text "
+        "blocks (cache_control allowed): stored as the conversation's first message, "
+        "role system",
+    )
     messages: list[MessageIn] = Field(min_length=1, max_length=MAX_MESSAGES_PER_TRANSCRIPT)
     final: bool = False
     # Which provider's message shapes to expect; "auto" reads either (not both at once).
     format: ChatFormat = "auto"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        unknown = [str(key) for key in data if key not in cls.model_fields]
+        if unknown:
+            names = ", ".join(repr(name) for name in unknown)
+            raise ValueError(
+                f"unknown field{'s' if len(unknown) > 1 else ''} {names}: a transcript "
+                f"takes {', '.join(cls.model_fields)}"
+            )
+        return data
+
+    @field_validator("system", mode="before")
+    @classmethod
+    def _system_is_readable(cls, value: Any) -> Any:
+        if value is not None:
+            read_system(value)  # its ValueError is named `system`
+        return value
 
     @property
     def ignored_fields(self) -> dict[str, int]:
@@ -221,6 +261,26 @@ class TranscriptIn(Frozen):
                     )
             else:
                 seen[message.id] = index
+        return self
+
+    @model_validator(mode="after")
+    def _system_first(self) -> TranscriptIn:
+        # After the messages were read, so their errors keep the indices the caller sent.
+        if self.system is None:
+            return self
+        first = self.messages[0]
+        raw = system_message(
+            self.system, first=(first.role, first.content), with_ids=first.id is not None
+        )
+        if raw is None:
+            return self
+        try:
+            message = MessageIn.model_validate(raw)
+        except ValidationError as exc:
+            problem = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise ValueError(f"system: {problem}") from None
+        # frozen: set once, here, while the model is being built
+        object.__setattr__(self, "messages", [message, *self.messages])
         return self
 
 

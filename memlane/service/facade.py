@@ -42,6 +42,7 @@ from memlane.service.memories import MemoryCuration
 from memlane.service.transfer import UserTransfer
 from memlane.workers.dispatch import Dispatcher, dispatcher_for
 from memlane.workers.embedders import Embedder, get_embedder
+from memlane.workers.warmup import warm_server
 
 __all__ = ["Memlane", "ReembedRun"]
 
@@ -196,6 +197,13 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         assembly then need not count the lines it meets first. False when the working
         set is off or cannot serve the user."""
         return self.contexts.warm(user_id)
+
+    def warm_process(self) -> dict[str, float]:
+        """Load now what this process's first assembly would (the tokenizer, the
+        embedder's model, the working set's read, the dispatcher): `memlane serve` calls
+        it before it answers anything. The milliseconds each part took
+        (memlane.workers.warmup)."""
+        return warm_server(self.settings, self.embedder, self.warm, lambda: self.dispatcher)
 
     def flush(self, timeout: float = 10.0) -> None:
         """Wait for background writes (packs, access records: published, and run when

@@ -9,6 +9,7 @@ from memlane.config import startup
 from memlane.config.extras import FLEET_MODULES, require
 from memlane.config.queues import TASK_ROUTES, Queue
 from memlane.config.settings import Settings, get_settings
+from memlane.workers import warmup
 
 require("the Celery fleet (memlane.workers.app)", "fleet", *FLEET_MODULES)
 
@@ -18,7 +19,6 @@ from celery.signals import (  # noqa: E402
     beat_init,
     celeryd_after_setup,
     celeryd_init,
-    worker_init,
     worker_process_init,
 )
 
@@ -111,15 +111,7 @@ def _fresh_engines_per_process(**_: Any) -> None:
     from memlane.models.db import dispose_engines
 
     dispose_engines()
-
-
-@worker_init.connect
-def _load_the_llm_client_before_the_first_job(**_: Any) -> None:
-    # litellm takes seconds to import; pay that at start-up, not in the first job's latency.
-    if get_settings().llm_model is not None:
-        from memlane.workers.llm import load_litellm
-
-        load_litellm()
+    warmup.on_worker_process_init()  # its models and clients, before the first job
 
 
 # Start-up checks of `celery -A memlane.workers.app worker|beat` however it is started
@@ -139,3 +131,10 @@ def _log_what_the_worker_runs_on(**_: Any) -> None:
 def _beat_checks_and_logs(**_: Any) -> None:
     startup.exit_unless(lambda: startup.require_database(get_settings(), "memlane's beat"))
     startup.log_start(get_settings(), "beat")
+
+
+@celeryd_after_setup.connect
+def _warm_before_the_first_job(instance: Any = None, **_: Any) -> None:
+    # litellm, the embedder and the tokenizer take seconds to load: paid at start-up,
+    # not in the first job's latency_ms (memlane.workers.warmup says which signal does what)
+    warmup.on_worker_start(instance)

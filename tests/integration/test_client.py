@@ -23,6 +23,7 @@ import pytest
 from memlane.api.app import openapi_document
 from memlane.client import AsyncClient, Client, route_of
 from memlane.client.errors import (
+    BudgetExceeded,
     Conflict,
     ConnectionFailed,
     InvalidTranscript,
@@ -31,7 +32,7 @@ from memlane.client.errors import (
     Unavailable,
 )
 from memlane.models.schemas import FleetStatus, MemoryPublic
-from memlane.pipeline.errors import NotFoundError, TranscriptError
+from memlane.pipeline.errors import BudgetError, NotFoundError, TranscriptError
 from tests.integration.conftest import _truncate as truncate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,6 +206,31 @@ def test_errors_are_typed_from_the_apis_codes(server: Server) -> None:
     with Client(server.url, api_key="wrong") as stranger, pytest.raises(Unauthorized):
         stranger.list_memories("client-errors")
     assert server.requests_to("/v1/users/client-errors/memories/mem_does_not_exist") == 1
+
+
+def test_budget_exceeded_is_a_typed_budget_error_in_both_clients(server: Server) -> None:
+    # A one-token budget cannot hold even the XML around an empty context: the server
+    # answers 422 budget_exceeded with budget and required, and both clients raise it typed.
+    def check(error: BudgetExceeded) -> None:
+        assert isinstance(error, BudgetError) and (error.status, error.code) == (
+            422,
+            "budget_exceeded",
+        )
+        assert error.budget == 1 and error.required > 1 and error.over_by == error.required - 1
+        assert "budget" in error.message
+
+    with Client(server.url, api_key=KEY) as memlane, pytest.raises(BudgetExceeded) as sync:
+        memlane.context("leo", "x", budget_tokens=1)
+    check(sync.value)
+
+    async def ask() -> None:
+        async with AsyncClient(server.url, api_key=KEY) as memlane:
+            await memlane.context("leo", "x", budget_tokens=1)
+
+    with pytest.raises(BudgetExceeded) as asynchronous:
+        asyncio.run(ask())
+    check(asynchronous.value)
+    assert asynchronous.value.details == sync.value.details
 
 
 def test_the_address_and_key_come_from_the_environment(

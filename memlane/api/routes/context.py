@@ -11,6 +11,7 @@ from memlane.api.deps import Lane, metrics_of, v1_router
 from memlane.api.errors import ApiError
 from memlane.models.api_schemas import ContextOut, ContextRequest
 from memlane.models.schemas import SearchHit, SearchRequest
+from memlane.pipeline import error_codes as codes
 
 router = v1_router()
 
@@ -23,7 +24,7 @@ def post_context(body: ContextRequest, lane: Lane, request: Request) -> ContextO
     try:
         result = lane.assemble(body.user_id, body.query, **options)
     except ValueError as exc:
-        raise ApiError(422, "validation_error", str(exc)) from None
+        raise ApiError(codes.VALIDATION_ERROR, str(exc)) from None
     metrics = metrics_of(request)
     metrics.assemble_tokens.observe(result.pack.used_tokens)
     metrics.assemble_items.observe(sum(1 for item in result.pack.items if item.included))

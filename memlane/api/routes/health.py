@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from memlane.api.deps import metrics_of, require_key, runtime_of
 from memlane.api.errors import ErrorOut, error_response
+from memlane.pipeline import error_codes as codes
 from memlane.service.readiness import check_database
 
 router = APIRouter(tags=["health"])
@@ -39,5 +40,5 @@ def readyz(request: Request) -> JSONResponse:
     failed = {name: state for name, state in checks.items() if state != "ok"}
     if failed:
         message = "not ready: " + "; ".join(f"{k}: {v}" for k, v in failed.items())
-        return error_response(503, "not_ready", message, checks=checks)
+        return error_response(codes.NOT_READY, message, checks=checks)
     return JSONResponse({"status": "ready", "checks": checks})

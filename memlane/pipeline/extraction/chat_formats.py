@@ -15,6 +15,8 @@ format read into memlane's plain message (a role and one text).
 - `developer` is read as `system`.
 - fields of a message that neither format nor memlane knows are ignored and reported,
   never fatal.
+- Anthropic's top-level `system` (a string, or a list of text blocks, `cache_control`
+  allowed) becomes the conversation's first message, role `system` (`system_message`).
 
 Pure: plain data in, plain data out. A shape that cannot be read raises ValueError
 naming the field (`content.2.text: …`).
@@ -22,6 +24,7 @@ naming the field (`content.2.text: …`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -305,3 +308,40 @@ def check_format(flavors: list[Flavor | None], chat_format: ChatFormat) -> None:
             raise ValueError(
                 f"messages.{index} has an {names[flavor]} shape but format is {chat_format!r}"
             )
+
+
+def read_system(value: Any) -> str:
+    """Anthropic's top-level `system` as one text: a string as it is, a list of text
+    blocks joined with blank lines (their `cache_control` and other fields are the
+    provider's business, not memlane's). ValueError says what is wrong with it."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        raise ValueError("expected a string or a list of text blocks")
+    texts = []
+    for index, block in enumerate(value):
+        text = block.get("text") if isinstance(block, Mapping) else None
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            raise ValueError(f"block {index} is not a text block {{'type': 'text', 'text': ...}}")
+        if not isinstance(text, str):
+            raise ValueError(f"block {index}: its text must be a string")
+        if text.strip():
+            texts.append(text)
+    return "\n\n".join(texts)
+
+
+def system_message(system: Any, *, first: tuple[str, str], with_ids: bool) -> dict[str, Any] | None:
+    """The message Anthropic's top-level `system` becomes, to go before the transcript's
+    messages (`first` is the first one's role and text), or None: a blank system adds
+    nothing, and neither does one the first message already is (a transcript re-sent in
+    memlane's shape). A system message elsewhere in the messages stays where it is. With
+    message ids the system message gets one from its text, so the same system prompt
+    re-sent is skipped and a changed one is appended."""
+    text = read_system(system)
+    if not text.strip() or first == ("system", text):
+        return None
+    message: dict[str, Any] = {"role": "system", "content": text}
+    if with_ids:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        message["id"] = f"system-{digest[:16]}"
+    return message

@@ -143,6 +143,12 @@ def save_transcript(
             seq = index
             known = by_seq.get(seq)
             if known is not None:
+                if known and known != digest and index == 0 and transcript.system is not None:
+                    raise TranscriptError(
+                        "system differs from the conversation's stored system message; a "
+                        "transcript without ids must repeat it unchanged (send message ids "
+                        "to let it change: a new system prompt is then appended)"
+                    )
                 if known and known != digest:
                     raise TranscriptError(
                         f"messages.{index} differs from the stored message at that position; "
