@@ -23,10 +23,10 @@ pytestmark = pytest.mark.timeout(300)
 # below), a first job that imported it 3,100 ms against 9-10 for the next ones; with the
 # import alone paid at start (litellm's first completion builds the rest lazily) 230-360
 # ms against 8-30; warmed 47-61 ms against 12-33. So: under 2 s (no import) and of the
-# order of the later jobs (at most 4 times their median, or 150 ms: a first connection
-# to the LLM is a job's own cost).
+# order of the later jobs (at most 4 times their median, or 500 ms: a first connection
+# to the LLM is a job's own cost, and a CI machine under load is slower than this one).
 NO_IMPORT_MS = 2000.0
-SAME_ORDER_MS = 150.0
+SAME_ORDER_MS = 500.0
 
 
 def transcript(conversation: str) -> dict[str, Any]:
