@@ -290,6 +290,38 @@ def lane_session(**overrides: Any) -> Iterator[Memlane]:
 FINISHED = ("done", "failed")
 
 
+@contextmanager
+def progress_bar(*, console: Console = stderr) -> Iterator[Progress]:
+    """A started progress display on `console` (stderr) for tasks added with a `unit` field
+    ("files", "jobs"). What is printed on stdout meanwhile goes to stdout (rich would send
+    it through `console` unless stdout is the same terminal). After an error no bar is
+    left above the error's one line; otherwise the last frame stays (a log keeps it)."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[unit]}"),
+        TimeElapsedColumn(),
+    )
+    progress = Progress(*columns, console=console, redirect_stdout=_is_terminal(sys.stdout))
+    progress.start()
+    try:
+        yield progress
+    except BaseException:
+        progress.live.transient = True
+        progress.live.stop()  # not progress.stop(): off a terminal that adds an empty line
+        raise
+    if progress.live.is_started:  # a command may stop it before printing its last lines
+        progress.stop()
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def wait_for_jobs(
     lane: Memlane,
     job_ids: Sequence[str],
@@ -297,30 +329,26 @@ def wait_for_jobs(
     timeout: float,
     label: str = "extracting",
     console: Console = stderr,
+    progress: Progress | None = None,
 ) -> dict[str, str]:
-    """Wait for the jobs with a progress bar (finished / total); returns their statuses,
-    some not finished when the timeout came first."""
-    statuses: dict[str, str] = {}
+    """Wait for the jobs with a progress bar (finished / total), a task of `progress` when
+    given (one display for a whole command), else its own; returns their statuses, some
+    not finished when the timeout came first."""
     if not job_ids:
-        return statuses
+        return {}
+    if progress is None:
+        with progress_bar(console=console) as own:
+            return wait_for_jobs(lane, job_ids, timeout=timeout, label=label, progress=own)
     deadline = time.monotonic() + timeout
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("jobs"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task(label, total=len(job_ids))
-        while True:
-            # The facade's wait runs the in-process worker while it waits; a short
-            # timeout brings control back here to move the bar.
-            statuses = lane.wait(job_ids, timeout=0.25, poll_s=0.1)
-            finished = sum(status in FINISHED for status in statuses.values())
-            progress.update(task, completed=finished)
-            if finished == len(job_ids) or time.monotonic() >= deadline:
-                return statuses
+    task = progress.add_task(label, total=len(job_ids), unit="jobs")
+    while True:
+        # The facade's wait runs the in-process worker while it waits; a short
+        # timeout brings control back here to move the bar.
+        statuses = lane.wait(job_ids, timeout=0.25, poll_s=0.1)
+        finished = sum(status in FINISHED for status in statuses.values())
+        progress.update(task, completed=finished)
+        if finished == len(job_ids) or time.monotonic() >= deadline:
+            return statuses
 
 
 def report_job_outcomes(lane: Memlane, statuses: Mapping[str, str], *, timeout: float) -> int:
