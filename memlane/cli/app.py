@@ -1,8 +1,9 @@
 """The `memlane` command line: the facade's operations for people and scripts.
 
 Settings come from MEMLANE_* variables (and .env), as everywhere. Results go to stdout
-(job ids, contexts, JSON), progress and errors to stderr; an error is one line
-`error: …` and an exit code (see memlane/cli/common.py), with a traceback under --debug.
+(job ids, contexts; with --json, which every command printing data takes, one JSON
+document), progress and errors to stderr; an error is one line `error: …` and an exit
+code (see memlane/cli/common.py), with a traceback under --debug.
 Heavy modules (the facade, SQLAlchemy, Celery, litellm) are imported inside commands, so
 `memlane --help` and `memlane assemble` start quickly.
 """
@@ -12,8 +13,9 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,12 +29,22 @@ from memlane.cli import reembed as cli_reembed
 from memlane.cli import search as cli_search
 from memlane.cli import users as cli_users
 from memlane.cli.common import (
+    AsJson,
     MemlaneGroup,
+    closed_pipe_exits_quietly,
     lane_session,
+    print_json,
+    progress_bar,
     report_job_outcomes,
-    stderr,
     wait_for_jobs,
 )
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from memlane.cli.transcript_files import SourcedTranscript
+    from memlane.models.schemas import EnqueueResult
+    from memlane.service.facade import Memlane
 
 app = typer.Typer(
     cls=MemlaneGroup,
@@ -100,50 +112,108 @@ def enqueue(
         ),
     ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds --wait waits at most.")] = 600.0,
+    as_json: AsJson = False,
 ) -> None:
-    """Store transcripts and queue their extraction jobs; prints the job ids.
+    """Store transcripts and queue their extraction jobs; prints the job ids (--json: each
+    transcript's result and, when waited for, the jobs' statuses).
 
     Every input is validated, then all are stored in one transaction: one bad file or
     line, or one that contradicts what is stored, and nothing is enqueued (exit 2).
+    A progress bar on stderr follows reading, storing and (when waited for) the jobs.
     """
-    from memlane.cli.transcript_files import read_transcripts
+    # The bar starts before anything is read: a folder of thousands of transcripts
+    # takes seconds to read and store before the first job exists.
+    with progress_bar() as bar:
+        found = _read_all(paths, final=final, bar=bar)
+        storing = bar.add_task("storing", total=len(found), unit="transcripts")
+        bar.refresh()
+        with lane_session() as lane:
+            results = _store(lane, found, lambda n: bar.update(storing, completed=n))
+            job_ids = [job_id for result in results for job_id in result.job_ids]
+            if not as_json:
+                for job_id in job_ids:
+                    typer.echo(job_id)
+            _summarise(bar, found, results)
+            statuses: dict[str, str] | None = None
+            # Without a broker this process is the worker: leaving now would strand the jobs.
+            if wait or lane.settings.embedded_worker:
+                statuses = wait_for_jobs(lane, job_ids, timeout=timeout, progress=bar)
+            bar.stop()
+            code = report_job_outcomes(lane, statuses, timeout=timeout) if statuses else 0
+            if as_json:
+                print_json(_enqueue_json(found, results, statuses))
+    if code:
+        raise typer.Exit(code)
+
+
+def _enqueue_json(
+    found: list[SourcedTranscript],
+    results: list[EnqueueResult],
+    statuses: dict[str, str] | None,
+) -> dict[str, object]:
+    return {
+        "transcripts": len(found),
+        "stored_messages": sum(result.stored_messages for result in results),
+        "skipped_messages": sum(result.skipped_messages for result in results),
+        "job_ids": [job_id for result in results for job_id in result.job_ids],
+        "results": [  # one per transcript, as POST /v1/transcripts answers, and its source
+            {"source": item.source, **result.model_dump(mode="json")}
+            for item, result in zip(found, results, strict=True)
+        ],
+        "jobs": statuses,  # the jobs' statuses after waiting; null when not waited for
+    }
+
+
+def _read_all(paths: list[str], *, final: bool, bar: Progress) -> list[SourcedTranscript]:
+    """Every input read and validated (transcript_files), one step of the bar per file."""
+    reading = bar.add_task("reading", total=None, unit="files")
+    bar.refresh()  # shown now, before the imports below
+    from memlane.cli.transcript_files import expand_paths, read_transcripts
+
+    sources = expand_paths(paths)
+    bar.update(reading, total=len(sources))
+    found: list[SourcedTranscript] = []
+    for source in sources:
+        found.extend(read_transcripts([source], stdin=sys.stdin, final=final))
+        bar.advance(reading)
+    return found
+
+
+def _store(
+    lane: Memlane, found: list[SourcedTranscript], on_stored: Callable[[int], None]
+) -> list[EnqueueResult]:
     from memlane.pipeline.errors import TranscriptError
 
-    found = read_transcripts(paths, stdin=sys.stdin, final=final)
-    with lane_session() as lane:
-        try:
-            results = lane.enqueue_many([item.transcript for item in found])
-        except TranscriptError as exc:  # contradicts the store: name its file or line
-            at = re.match(r"transcript (\d+) of the batch: ", str(exc))
-            where = found[int(at.group(1))].source if at else found[0].source
-            raise TranscriptError(f"{where}: {exc}") from None
-        job_ids = [job_id for result in results for job_id in result.job_ids]
-        stored = sum(result.stored_messages for result in results)
-        skipped = sum(result.skipped_messages for result in results)
-        ignored: dict[str, int] = {}
-        for result in results:
-            for name, times in result.ignored_fields.items():
-                ignored[name] = ignored.get(name, 0) + times
-        for job_id in job_ids:
-            typer.echo(job_id)
-        stderr.print(
-            f"enqueued {len(found)} transcript(s): {stored} message(s) stored, "
-            f"{skipped} already known, {len(job_ids)} job(s)"
-        )
-        reasons = [r for r in results if r.no_job_reason]
-        for result in reasons[:5]:
-            stderr.print(f"no job for {result.conversation_id}: {result.no_job_reason}")
-        if len(reasons) > 5:
-            stderr.print(f"… and {len(reasons) - 5} more transcript(s) with no job")
-        if ignored:
-            listed = ", ".join(f"{name} ×{times}" for name, times in sorted(ignored.items()))
-            stderr.print(f"ignored (not read): {listed}", markup=False)
-        # Without a broker this process is the worker: leaving now would strand the jobs.
-        if wait or lane.settings.embedded_worker:
-            statuses = wait_for_jobs(lane, job_ids, timeout=timeout)
-            code = report_job_outcomes(lane, statuses, timeout=timeout)
-            if code:
-                raise typer.Exit(code)
+    try:
+        return lane.enqueue_many([item.transcript for item in found], on_stored=on_stored)
+    except TranscriptError as exc:  # contradicts the store: name its file or line
+        at = re.match(r"transcript (\d+) of the batch: ", str(exc))
+        where = found[int(at.group(1))].source if at else found[0].source
+        raise TranscriptError(f"{where}: {exc}") from None
+
+
+def _summarise(bar: Progress, found: list[SourcedTranscript], results: list[EnqueueResult]) -> None:
+    """What was stored and why a transcript made no job, on stderr above the bar."""
+    say = bar.console.print
+    stored = sum(result.stored_messages for result in results)
+    skipped = sum(result.skipped_messages for result in results)
+    jobs = sum(len(result.job_ids) for result in results)
+    say(
+        f"enqueued {len(found)} transcript(s): {stored} message(s) stored, "
+        f"{skipped} already known, {jobs} job(s)"
+    )
+    reasons = [r for r in results if r.no_job_reason]
+    for result in reasons[:5]:
+        say(f"no job for {result.conversation_id}: {result.no_job_reason}")
+    if len(reasons) > 5:
+        say(f"… and {len(reasons) - 5} more transcript(s) with no job")
+    ignored: dict[str, int] = {}
+    for result in results:
+        for name, times in result.ignored_fields.items():
+            ignored[name] = ignored.get(name, 0) + times
+    if ignored:
+        listed = ", ".join(f"{name} ×{times}" for name, times in sorted(ignored.items()))
+        say(f"ignored (not read): {listed}", markup=False)
 
 
 def demo(
@@ -151,7 +221,7 @@ def demo(
         "memlane-demo.db"
     ),
     query: Annotated[
-        str, typer.Option(help="The sample query assembled for each user.")
+        str, typer.Option("--query", "-q", help="The sample query assembled for each user.")
     ] = "What stack and tools does the user prefer?",
     budget: Annotated[int, typer.Option(help="Token budget of each context.")] = 1500,
 ) -> None:
@@ -186,7 +256,8 @@ app.command("status")(cli_ops.status)
 
 
 def main() -> None:
-    app()
+    with closed_pipe_exits_quietly():
+        app()
 
 
 if __name__ == "__main__":

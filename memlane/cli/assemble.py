@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from memlane.cli.common import fail, lane_session, one_line, parse_now, stderr
+from memlane.cli.common import fail, lane_session, one_line, parse_now, print_json, stderr
 from memlane.models.schemas import StoredText, UserIdIn
 from memlane.pipeline.assembly.budget import MAX_BUDGET_TOKENS
 from memlane.pipeline.assembly.context_format import Style
@@ -70,7 +70,9 @@ class BatchQuery(BaseModel):
 
 def assemble(
     user: Annotated[str | None, typer.Option(help="The user whose context to build.")] = None,
-    query: Annotated[str | None, typer.Option(help="The user's next message.")] = None,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="The user's next message.")
+    ] = None,
     budget: Annotated[
         int | None,
         typer.Option(
@@ -96,12 +98,18 @@ def assemble(
             show_default=False,
         ),
     ] = None,
-    output_format: Annotated[
-        Format,
+    as_json: Annotated[
+        bool,
         typer.Option(
-            "--format", help="xml: the context block; json: context, its JSON form and pack."
+            "--json",
+            help="Print one JSON document: the context, its JSON form and the pack. "
+            "(--batch writes JSON lines either way.)",
         ),
-    ] = "xml",
+    ] = False,
+    output_format: Annotated[
+        Format | None,
+        typer.Option("--format", hidden=True, help="Deprecated: --format json is --json."),
+    ] = None,
     now: Annotated[
         str | None, typer.Option(help="Assemble as of this ISO 8601 time (default: now).")
     ] = None,
@@ -121,10 +129,13 @@ def assemble(
     """Build the context block for a user's next model call.
 
     Without --budget or --context-window the configured default budget applies. The
-    context (or JSON) goes to stdout, the pack summary to stderr.
+    context (or, with --json, one JSON document) goes to stdout, the pack summary to stderr.
     """
     if budget is not None and context_window is not None:
         raise ValueError("give --budget or --context-window, not both")
+    if output_format is not None:  # the option --json replaced; kept so scripts keep working
+        stderr.print("note: --format is deprecated: give --json for JSON, nothing for XML")
+        as_json = as_json or output_format == "json"
     at = parse_now(now)
     if batch is not None:
         if user is not None or query is not None:
@@ -145,8 +156,8 @@ def assemble(
             now=at,
             style=style,
         )
-    if output_format == "json":
-        typer.echo(json.dumps(_as_json(result), indent=2, ensure_ascii=False))
+    if as_json:
+        print_json(_as_json(result))
     else:
         typer.echo(result.text, nl=not result.text.endswith("\n"))
     pack = result.pack

@@ -1,22 +1,27 @@
-"""What every CLI command shares: the error policy, the consoles, opening the facade and
-waiting for jobs with a progress bar.
+"""What every CLI command shares: the error policy, the consoles, `--json`, a closed
+pipe, opening the facade and waiting for jobs with a progress bar.
 
 Exit codes: 0 ok; 1 the work failed (a job failed or timed out, BudgetError, NotFoundError,
 any other memlane error, an unexpected error); 2 bad usage or bad input (TranscriptError,
 ConfigurationError, ValueError — which includes pydantic's ValidationError — and Typer's
 own usage errors). NotFoundError is 1, not 2: the command was well formed, the thing it
-names is not there (as `grep` exits 1 when nothing matches).
+names is not there (as `grep` exits 1 when nothing matches). A reader that closes the pipe
+early (`memlane … | head -1`) ends the command quietly with 141 (see closed_pipe_exits_quietly).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
+import os
 import re
+import select
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from pydantic import ValidationError
@@ -35,12 +40,30 @@ if TYPE_CHECKING:
 
 USAGE_EXIT = 2
 FAILURE_EXIT = 1
+# What a shell reports for a writer whose reader left (128 + SIGPIPE), as for `yes | head -1`.
+READER_LEFT_EXIT = 141
 
 # Rich wraps long lines at the terminal width; error lines are written with typer.echo so
 # they stay one line whatever their length.
 # markup off: memory contents and ids are printed as they are, brackets included.
 stdout = Console(highlight=False, markup=False)
 stderr = Console(stderr=True, highlight=False, markup=False)
+
+# Every command that prints data takes it: one JSON document on stdout, nothing else there.
+AsJson = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout instead of text.")
+]
+
+
+def print_json(value: Any) -> None:
+    """`value` (plain data, or pydantic models inside it) as one indented JSON document."""
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False, default=_model_data))
+
+
+def _model_data(value: Any) -> Any:
+    if hasattr(value, "model_dump"):  # a pydantic model, as the API answers it
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -142,6 +165,8 @@ class MemlaneGroup(TyperGroup):
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError):
+                exit_if_reader_left()  # else a socket's broken pipe: an error like any other
             if ctx.meta.get("memlane.debug"):
                 raise
             if isinstance(exc, MemlaneError | ValueError):  # raised on purpose, self-explaining
@@ -150,6 +175,60 @@ class MemlaneGroup(TyperGroup):
             if hint:
                 fail(hint, FAILURE_EXIT)
             fail(f"{type(exc).__name__}: {one_line(exc)} (run with --debug)", exit_code_for(exc))
+
+
+def _reader_gone(fd: int) -> bool:
+    """Whether `fd` is a pipe whose reader has closed it: poll says so with POLLERR
+    (Linux) or POLLHUP (BSD, macOS). Where poll is missing, a BrokenPipeError is believed."""
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
+
+
+def exit_if_reader_left() -> None:
+    """After a BrokenPipeError: when stdout's (or stderr's) reader closed the pipe, exit
+    141 saying nothing, as Python's docs recommend (library/signal.html, "Note on SIGPIPE"):
+    the closed descriptors now point at os.devnull, so the interpreter's last flush does
+    not fail again. Returns when no standard stream is closed (a socket's broken pipe)."""
+    gone = [fd for fd in (1, 2) if _reader_gone(fd)]
+    if not gone:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in gone:
+        os.dup2(devnull, fd)
+    raise SystemExit(READER_LEFT_EXIT)
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
+@contextmanager
+def closed_pipe_exits_quietly() -> Iterator[None]:
+    """Around the whole CLI: a reader that leaves early (`memlane … | head -1`) ends it with
+    141 and nothing on stderr, whoever met the closed pipe. A command's own write is
+    MemlaneGroup's (exit_if_reader_left); rich's consoles (the tables, and the help Typer
+    prints) follow the same recipe themselves but exit 1; the last flush is this one's."""
+    devnull = os.stat(os.devnull)
+    null = (devnull.st_dev, devnull.st_ino)
+    started_null = _identity(1) == null
+    try:
+        yield
+    except SystemExit as done:
+        try:
+            sys.stdout.flush()  # what a command wrote without flushing (assemble --batch)
+        except BrokenPipeError:
+            exit_if_reader_left()
+            raise
+        if done.code == 1 and not started_null and _identity(1) == null:
+            raise SystemExit(READER_LEFT_EXIT) from None  # rich pointed stdout at devnull
+        raise
 
 
 _NO_DATABASE = re.compile(r'database "([^"]+)" does not exist')
@@ -211,6 +290,38 @@ def lane_session(**overrides: Any) -> Iterator[Memlane]:
 FINISHED = ("done", "failed")
 
 
+@contextmanager
+def progress_bar(*, console: Console = stderr) -> Iterator[Progress]:
+    """A started progress display on `console` (stderr) for tasks added with a `unit` field
+    ("files", "jobs"). What is printed on stdout meanwhile goes to stdout (rich would send
+    it through `console` unless stdout is the same terminal). After an error no bar is
+    left above the error's one line; otherwise the last frame stays (a log keeps it)."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[unit]}"),
+        TimeElapsedColumn(),
+    )
+    progress = Progress(*columns, console=console, redirect_stdout=_is_terminal(sys.stdout))
+    progress.start()
+    try:
+        yield progress
+    except BaseException:
+        progress.live.transient = True
+        progress.live.stop()  # not progress.stop(): off a terminal that adds an empty line
+        raise
+    if progress.live.is_started:  # a command may stop it before printing its last lines
+        progress.stop()
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def wait_for_jobs(
     lane: Memlane,
     job_ids: Sequence[str],
@@ -218,30 +329,26 @@ def wait_for_jobs(
     timeout: float,
     label: str = "extracting",
     console: Console = stderr,
+    progress: Progress | None = None,
 ) -> dict[str, str]:
-    """Wait for the jobs with a progress bar (finished / total); returns their statuses,
-    some not finished when the timeout came first."""
-    statuses: dict[str, str] = {}
+    """Wait for the jobs with a progress bar (finished / total), a task of `progress` when
+    given (one display for a whole command), else its own; returns their statuses, some
+    not finished when the timeout came first."""
     if not job_ids:
-        return statuses
+        return {}
+    if progress is None:
+        with progress_bar(console=console) as own:
+            return wait_for_jobs(lane, job_ids, timeout=timeout, label=label, progress=own)
     deadline = time.monotonic() + timeout
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("jobs"),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task(label, total=len(job_ids))
-        while True:
-            # The facade's wait runs the in-process worker while it waits; a short
-            # timeout brings control back here to move the bar.
-            statuses = lane.wait(job_ids, timeout=0.25, poll_s=0.1)
-            finished = sum(status in FINISHED for status in statuses.values())
-            progress.update(task, completed=finished)
-            if finished == len(job_ids) or time.monotonic() >= deadline:
-                return statuses
+    task = progress.add_task(label, total=len(job_ids), unit="jobs")
+    while True:
+        # The facade's wait runs the in-process worker while it waits; a short
+        # timeout brings control back here to move the bar.
+        statuses = lane.wait(job_ids, timeout=0.25, poll_s=0.1)
+        finished = sum(status in FINISHED for status in statuses.values())
+        progress.update(task, completed=finished)
+        if finished == len(job_ids) or time.monotonic() >= deadline:
+            return statuses
 
 
 def report_job_outcomes(lane: Memlane, statuses: Mapping[str, str], *, timeout: float) -> int:

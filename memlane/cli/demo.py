@@ -99,7 +99,7 @@ def run_demo(
     for line in (
         f"export MEMLANE_DATABASE_URL={shlex.quote(f'sqlite:///{db}')}",
         f"{memlane} memories list --user {user}",
-        f"{memlane} assemble --user {user} --query {shlex.quote(query)} --format json",
+        f"{memlane} assemble --user {user} -q {shlex.quote(query)} --json",
     ):
         # soft_wrap: a command cut in two at the terminal's width no longer pastes.
         console.print(f"  {line}", soft_wrap=True)
@@ -129,15 +129,21 @@ def _show_user(lane: Memlane, user: str, *, query: str, budget: int, console: Co
     console.rule(f"user {user}")
     console.print(memory_score_table(memories, result, title=f"{user}: {len(memories)} memories"))
     console.print(f"context for {query!r}:")
-    console.print(
-        Syntax(
-            result.text.rstrip("\n"),
-            "xml",
-            theme="ansi_dark",
-            word_wrap=True,
-            background_color="default",
+    if console.is_terminal:
+        console.print(
+            Syntax(
+                result.text.rstrip("\n"),
+                "xml",
+                theme="ansi_dark",
+                word_wrap=True,
+                background_color="default",
+            )
         )
-    )
+    else:
+        # Piped or redirected: the context as the assembler made it, byte for byte; rich
+        # would wrap it at 80 columns (mid-tag) and pad the broken lines with spaces.
+        console.file.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        console.file.flush()
     pack = result.pack
     reasons = ", ".join(f"{k}: {v}" for k, v in sorted(pack.drop_reasons.items()))
     console.print(

@@ -3,21 +3,19 @@ anti-patterns) and procedures, set, listed and deleted by hand."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 from rich import box
 from rich.table import Table
 
-from memlane.cli.common import lane_session, shown, stderr, stdout
+from memlane.cli.common import AsJson, lane_session, print_json, shown, stderr, stdout
 from memlane.pipeline.records import SoulKind
 
 soul_app = typer.Typer(help="A user's soul blocks: set, list, delete.", no_args_is_help=True)
 procedures_app = typer.Typer(help="A user's procedures: add, list, delete.", no_args_is_help=True)
 
 User = Annotated[str, typer.Option("--user", help="The owner.", show_default=False)]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 Kind = Annotated[SoulKind, typer.Argument(help="identity, style or anti_patterns.")]
 
 
@@ -34,11 +32,14 @@ def set_soul(
     user: User,
     kind: Kind,
     content: Annotated[str, typer.Option(help="The block's text.", show_default=False)],
+    as_json: AsJson = False,
 ) -> None:
-    """Set (or replace) the user's soul block of that kind."""
+    """Set (or replace) the user's soul block of that kind (--json: the block as stored)."""
     with lane_session() as lane:
-        lane.set_soul_block(user, kind, content)
+        block = lane.set_soul_block(user, kind, content)
     stderr.print(f"{user}: {kind} set")
+    if as_json:
+        print_json(block)
 
 
 @soul_app.command("list")
@@ -47,7 +48,7 @@ def list_soul(user: User, as_json: AsJson = False) -> None:
     with lane_session() as lane:
         blocks = lane.soul_blocks(user)
     if as_json:
-        typer.echo(json.dumps([b.model_dump(mode="json") for b in blocks], indent=2))
+        print_json(blocks)
         return
     table = _table(f"{user}: {len(blocks)} soul blocks", "kind", "content")
     for block in blocks:
@@ -56,11 +57,13 @@ def list_soul(user: User, as_json: AsJson = False) -> None:
 
 
 @soul_app.command("delete")
-def delete_soul(user: User, kind: Kind) -> None:
+def delete_soul(user: User, kind: Kind, as_json: AsJson = False) -> None:
     """Delete the user's soul block of that kind."""
     with lane_session() as lane:
         lane.delete_soul_block(user, kind)
     stderr.print(f"{user}: {kind} deleted")
+    if as_json:
+        print_json({"user_id": user, "deleted": kind})
 
 
 @procedures_app.command("add")
@@ -68,10 +71,15 @@ def add_procedure(
     user: User,
     name: Annotated[str, typer.Option(help="Unique per user.", show_default=False)],
     content: Annotated[str, typer.Option(help="The steps.", show_default=False)],
+    as_json: AsJson = False,
 ) -> None:
-    """Add a procedure; prints its id."""
+    """Add a procedure; prints its id (--json: the procedure as stored)."""
     with lane_session() as lane:
-        typer.echo(lane.add_procedure(user, name, content).id)
+        procedure = lane.add_procedure(user, name, content)
+    if as_json:
+        print_json(procedure)
+    else:
+        typer.echo(procedure.id)
 
 
 @procedures_app.command("list")
@@ -80,7 +88,7 @@ def list_procedures(user: User, as_json: AsJson = False) -> None:
     with lane_session() as lane:
         found = lane.procedures(user)
     if as_json:
-        typer.echo(json.dumps([p.model_dump(mode="json") for p in found], indent=2))
+        print_json(found)
         return
     table = _table(f"{user}: {len(found)} procedures", "id", "name", "content")
     for procedure in found:
@@ -92,8 +100,11 @@ def list_procedures(user: User, as_json: AsJson = False) -> None:
 def delete_procedure(
     user: User,
     procedure: Annotated[str, typer.Argument(help="Its id or its name.", show_default=False)],
+    as_json: AsJson = False,
 ) -> None:
     """Delete a procedure named by its id or its name."""
     with lane_session() as lane:
         deleted = lane.delete_procedure(user, procedure)
     stderr.print(f"{user}: procedure {deleted} deleted")
+    if as_json:
+        print_json({"user_id": user, "deleted": deleted})

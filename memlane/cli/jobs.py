@@ -3,7 +3,7 @@ context held what it held."""
 
 from __future__ import annotations
 
-import json
+import dataclasses
 from typing import Annotated, Any
 
 import typer
@@ -11,7 +11,9 @@ from rich import box
 from rich.table import Table
 
 from memlane.cli.common import (
+    AsJson,
     lane_session,
+    print_json,
     report_job_outcomes,
     shown,
     stderr,
@@ -26,7 +28,6 @@ packs_app = typer.Typer(
 )
 
 JobId = Annotated[str, typer.Argument(help="A job id.", show_default=False)]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def _first_line(text: str | None, limit: int = 60) -> str:
@@ -45,7 +46,7 @@ def list_jobs(
     with lane_session() as lane:
         rows = lane.jobs(status=status, user_id=user, limit=limit)
     if as_json:
-        typer.echo(json.dumps([j.model_dump(mode="json") for j in rows], indent=2))
+        print_json(rows)
         return
     # The id and status whole (an id must be copyable); the error's first line cut to
     # the room left, on one line (`jobs show` prints it whole).
@@ -77,7 +78,7 @@ def list_jobs(
 
 def _echo_job(job: JobPublic, as_json: bool) -> None:
     if as_json:
-        typer.echo(job.model_dump_json(indent=2))
+        print_json(job)
         return
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
@@ -107,28 +108,38 @@ def retry(
         ),
     ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds --wait waits at most.")] = 600.0,
+    as_json: AsJson = False,
 ) -> None:
-    """Queue a failed job again at the stage it failed in."""
+    """Queue a failed job again at the stage it failed in (--json: the job, as it is after
+    the wait when waited for)."""
     with lane_session() as lane:
         job = lane.retry_job(job_id)
-        typer.echo(f"{job.id}: queued again at stage {job.stage}")
+        if not as_json:
+            typer.echo(f"{job.id}: queued again at stage {job.stage}")
+        code = 0
         if wait or lane.settings.embedded_worker:
             statuses = wait_for_jobs(lane, [job.id], timeout=timeout, label="retrying")
             code = report_job_outcomes(lane, statuses, timeout=timeout)
-            if code:
-                raise typer.Exit(code)
+            job = lane.job(job.id)
+        if as_json:
+            print_json(job)
+        if code:
+            raise typer.Exit(code)
 
 
 @jobs_app.command()
-def sweep() -> None:
+def sweep(as_json: AsJson = False) -> None:
     """Publish every queued job again (after the broker was down, say), release jobs
     stuck past MEMLANE_STUCK_AFTER_S, start idle conversations' tails and apply
     retention (MEMLANE_MESSAGE_RETENTION_DAYS, MEMLANE_PACK_RETENTION_DAYS): what beat's
-    periodic sweep does, at once. A job published twice is run once."""
+    periodic sweep does, at once. A job published twice is run once. Prints the
+    published job ids (--json: the sweep's counts and ids, and the jobs' statuses when
+    this process ran them)."""
     with lane_session() as lane:
         result = lane.sweep()
-        for job_id in [*result.extract, *result.store]:
-            typer.echo(job_id)
+        if not as_json:
+            for job_id in [*result.extract, *result.store]:
+                typer.echo(job_id)
         stderr.print(
             f"published {len(result.extract)} extract and {len(result.store)} store job(s), "
             f"{result.tails} of them new tails of idle conversations"
@@ -138,11 +149,15 @@ def sweep() -> None:
                 f"retention: {result.messages_purged} message text(s) purged, "
                 f"{result.packs_deleted} context pack(s) deleted"
             )
+        statuses: dict[str, str] | None = None
+        code = 0
         if lane.settings.embedded_worker:  # this process is the worker
             statuses = wait_for_jobs(lane, [*result.extract, *result.store], timeout=600)
             code = report_job_outcomes(lane, statuses, timeout=600)
-            if code:
-                raise typer.Exit(code)
+        if as_json:
+            print_json({**dataclasses.asdict(result), "jobs": statuses})
+        if code:
+            raise typer.Exit(code)
 
 
 # Reasons as short as the table's column; --json gives them whole.
@@ -188,10 +203,7 @@ def pack_table(pack: dict[str, Any]) -> Table:
 @packs_app.command("show")
 def show_pack(
     pack_id: Annotated[str, typer.Argument(help="A pack id (from assemble).", show_default=False)],
-    as_json: Annotated[
-        bool,
-        typer.Option("--json", help="Print the pack as JSON, each item with its text."),
-    ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Show a stored context pack: every item considered, with its section, tier, score
     and tokens, whether it went in and, if not, why, and its text.
@@ -201,6 +213,6 @@ def show_pack(
     with lane_session() as lane:
         pack = lane.pack(pack_id, with_texts=True)
     if as_json:
-        typer.echo(json.dumps(pack, indent=2, ensure_ascii=False))
+        print_json(pack)
         return
     stdout.print(pack_table(pack))

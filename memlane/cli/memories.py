@@ -9,7 +9,17 @@ import typer
 from rich import box
 from rich.table import Table
 
-from memlane.cli.common import USAGE_EXIT, fail, lane_session, parse_time, shown, stderr, stdout
+from memlane.cli.common import (
+    USAGE_EXIT,
+    AsJson,
+    fail,
+    lane_session,
+    parse_time,
+    print_json,
+    shown,
+    stderr,
+    stdout,
+)
 from memlane.pipeline.records import Category, Tier
 
 if TYPE_CHECKING:
@@ -21,7 +31,6 @@ app = typer.Typer(help="List, show, add and curate a user's memories.", no_args_
 
 User = Annotated[str, typer.Option("--user", help="The memory's owner.", show_default=False)]
 MemoryId = Annotated[str, typer.Argument(help="A memory id (mem_…).", show_default=False)]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
 def memories_table(rows: list[MemoryPublic], *, title: str | None = None) -> Table:
@@ -51,7 +60,7 @@ def memories_table(rows: list[MemoryPublic], *, title: str | None = None) -> Tab
 
 def _echo_memory(memory: MemoryPublic, as_json: bool) -> None:
     if as_json:
-        typer.echo(memory.model_dump_json(indent=2))
+        print_json(memory)
         return
     table = Table(show_header=False, box=None)
     table.add_column(style="bold")
@@ -77,7 +86,7 @@ def list_memories(
             user, status=None if status == "all" else status, limit=limit, offset=offset
         )
     if as_json:
-        typer.echo(json.dumps([m.model_dump(mode="json") for m in rows], indent=2))
+        print_json(rows)
     else:
         noun = "memory" if len(rows) == 1 else "memories"
         which = "of every status" if status == "all" else status
@@ -102,9 +111,11 @@ def add(
     sensitive: Annotated[
         bool, typer.Option("--sensitive", help="Never put it in a context.")
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
-    """Add a memory by hand; prints its id. Content that duplicates a stored memory (the
-    dedup rule) confirms that one instead, and says so on stderr."""
+    """Add a memory by hand; prints its id (--json: {created, memory}). Content that
+    duplicates a stored memory (the dedup rule) confirms that one instead, and says so
+    on stderr (--json: created is false)."""
     with lane_session() as lane:
         memory, created = lane.add_or_confirm(
             user,
@@ -121,7 +132,10 @@ def add(
         stderr.print(
             f"a duplicate of #{memory.ref}: confirmed it, seen {memory.access_count} times"
         )
-    typer.echo(memory.id)
+    if as_json:
+        print_json({"created": created, "memory": memory})
+    else:
+        typer.echo(memory.id)
 
 
 @app.command()
@@ -172,7 +186,7 @@ def history(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
     with lane_session() as lane:
         events = lane.memory_history(user, memory_id)
     if as_json:
-        typer.echo(json.dumps([e.model_dump(mode="json") for e in events], indent=2))
+        print_json(events)
         return
     table = Table(title=f"{user}: history of {memory_id}", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("when (UTC)", no_wrap=True)
@@ -189,37 +203,40 @@ def history(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
     stdout.print(table)
 
 
-def _report(memory: MemoryPublic) -> None:
-    typer.echo(f"{memory.id}: tier {memory.tier}, status {memory.status}")
+def _report(memory: MemoryPublic, as_json: bool) -> None:
+    if as_json:
+        print_json(memory)
+    else:
+        typer.echo(f"{memory.id}: tier {memory.tier}, status {memory.status}")
 
 
 @app.command()
-def pin(user: User, memory_id: MemoryId) -> None:
+def pin(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
     """Pin: always in the context, never dropped."""
     with lane_session() as lane:
-        _report(lane.pin(user, memory_id))
+        _report(lane.pin(user, memory_id), as_json)
 
 
 @app.command()
-def verify(user: User, memory_id: MemoryId) -> None:
+def verify(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
     """Verify: dropped only as a last resort."""
     with lane_session() as lane:
-        _report(lane.verify(user, memory_id))
+        _report(lane.verify(user, memory_id), as_json)
 
 
 @app.command()
-def quarantine(user: User, memory_id: MemoryId) -> None:
+def quarantine(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
     """Quarantine: kept, but never put in a context."""
     with lane_session() as lane:
-        _report(lane.quarantine(user, memory_id))
+        _report(lane.quarantine(user, memory_id), as_json)
 
 
 @app.command()
-def forget(user: User, memory_id: MemoryId) -> None:
+def forget(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
     """Forget: marked deleted, never in a context again, not learned again; reversible
     until purged."""
     with lane_session() as lane:
-        _report(lane.forget(user, memory_id))
+        _report(lane.forget(user, memory_id), as_json)
 
 
 @app.command()
@@ -227,12 +244,17 @@ def purge(
     user: User,
     memory_id: MemoryId,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm: deleted for good.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Delete a memory for good, content included (forgetting is reversible; this is not)."""
     if not yes:
         fail(f"purging {memory_id} deletes it for good; add --yes to do it", USAGE_EXIT)
     with lane_session() as lane:
-        typer.echo(f"purged {lane.purge(user, memory_id)}")
+        purged = lane.purge(user, memory_id)
+    if as_json:
+        print_json({"purged": purged})
+    else:
+        typer.echo(f"purged {purged}")
 
 
 @app.command("lift-fingerprints")
@@ -241,10 +263,15 @@ def lift_fingerprints(
     yes: Annotated[
         bool, typer.Option("--yes", help="Confirm: purged facts may come back.")
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Let the user's purged facts be learned again: delete the content-free fingerprints
     their purges left."""
     if not yes:
         fail(f"this lets {user!r}'s purged facts be learned again; add --yes to do it", USAGE_EXIT)
     with lane_session() as lane:
-        typer.echo(f"lifted {lane.lift_fingerprints(user)} fingerprint(s)")
+        lifted = lane.lift_fingerprints(user)
+    if as_json:
+        print_json({"lifted": lifted})
+    else:
+        typer.echo(f"lifted {lifted} fingerprint(s)")

@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 import typer
 
+from memlane.cli.common import AsJson, print_json
 from memlane.config.queues import Queue
 
 db_app = typer.Typer(help="The database schema.", no_args_is_help=True)
@@ -23,17 +24,22 @@ EXTRACT_CONCURRENCY = 32
 
 
 @db_app.command()
-def upgrade() -> None:
+def upgrade(as_json: AsJson = False) -> None:
     """Migrate the database to the latest schema and print its revision; on PostgreSQL,
     also build the configured embedder's HNSW index (MEMLANE_VECTOR_INDEX, default auto:
-    every embedder but hashing).
+    every embedder but hashing). With --json the steps go to stderr and stdout gets
+    {database, from_revision, revision, vector_indexes}.
 
     The database is MEMLANE_DATABASE_URL (the default SQLite file when unset).
     """
+    from dataclasses import asdict
+
     from memlane.config.settings import load_settings
     from memlane.service import schema
 
-    schema.upgrade(load_settings(), say=typer.echo)
+    done = schema.upgrade(load_settings(), say=lambda line: typer.echo(line, err=as_json))
+    if as_json:
+        print_json(asdict(done))
 
 
 @db_app.command()
@@ -51,6 +57,7 @@ def revision(
         Path | None,
         typer.Option(help="the migrations folder (default: the package's)", hidden=True),
     ] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Write the next migration file (memlane/models/migrations/versions/NNNN_<message>.py)
     and print its path: empty, or with --autogenerate what the tables changed.
@@ -68,7 +75,10 @@ def revision(
         autogenerate=autogenerate,
         migrations=migrations or migrate.MIGRATIONS,
     )
-    typer.echo(str(path))
+    if as_json:
+        print_json({"path": str(path)})
+    else:
+        typer.echo(str(path))
 
 
 def parse_queues(value: str) -> list[str]:
@@ -197,9 +207,7 @@ def serve(
     )
 
 
-def status(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-) -> None:
+def status(as_json: AsJson = False) -> None:
     """Whether workers answer for each queue (a 1 s broadcast) and how many messages
     wait in each: ok (exit 0) or degraded (exit 1), with the problems.
 

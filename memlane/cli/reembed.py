@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memlane.cli.common import FAILURE_EXIT, lane_session, stderr
+from memlane.cli.common import (
+    FAILURE_EXIT,
+    AsJson,
+    lane_session,
+    print_json,
+    progress_bar,
+    stderr,
+)
+
+if TYPE_CHECKING:
+    from memlane.service.facade import Memlane
+    from memlane.service.jobs import ReembedRun
 
 POLL_S = 0.25
 
@@ -38,6 +48,7 @@ def reembed(
         ),
     ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds --wait waits at most.")] = 3600.0,
+    as_json: AsJson = False,
 ) -> None:
     """Re-embed every memory with another embedder, one task per user.
 
@@ -55,26 +66,20 @@ def reembed(
                 f"note: MEMLANE_EMBEDDING_MODEL gives {configured.name}; memories stored from "
                 f"now on are embedded with it, not {run.model}: set it to the target"
             )
-        if not run.user_ids or not (wait or lane.settings.embedded_worker):
-            return
-        deadline = time.monotonic() + timeout
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("users"),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=stderr) as progress:
-            task = progress.add_task("re-embedding", total=len(run.user_ids))
-            while True:
-                done = lane.reembed_done(run, wait_s=POLL_S)
-                progress.update(task, completed=len(done))
-                if len(done) == len(run.user_ids) or time.monotonic() >= deadline:
-                    break
-                if not lane.background_busy():
-                    break  # the in-process worker finished; the rest failed
-        missing = [u for u in run.user_ids if u not in done]
+        done: set[str] | None = None
+        if run.user_ids and (wait or lane.settings.embedded_worker):
+            done = _wait(lane, run, timeout)
+        missing = [u for u in run.user_ids if done is not None and u not in done]
+        if as_json:  # done: null when not waited for
+            print_json(
+                {
+                    "model": run.model,
+                    "dim": run.dim,
+                    "user_ids": list(run.user_ids),
+                    "done": None if done is None else sorted(done),
+                    "missing": missing,
+                }
+            )
         if missing:
             shown = ", ".join(missing[:10]) + (" …" if len(missing) > 10 else "")
             typer.echo(
@@ -83,4 +88,20 @@ def reembed(
                 err=True,
             )
             raise typer.Exit(FAILURE_EXIT)
-        typer.echo(f"{len(run.user_ids)} user(s) now serve {run.model}")
+        if done is not None and not as_json:
+            typer.echo(f"{len(run.user_ids)} user(s) now serve {run.model}")
+
+
+def _wait(lane: Memlane, run: ReembedRun, timeout: float) -> set[str]:
+    """The users whose new vectors serve, when all do, the timeout comes or the
+    in-process worker is idle with some not done (they failed)."""
+    deadline = time.monotonic() + timeout
+    with progress_bar() as bar:
+        task = bar.add_task("re-embedding", total=len(run.user_ids), unit="users")
+        while True:
+            done = lane.reembed_done(run, wait_s=POLL_S)
+            bar.update(task, completed=len(done))
+            if len(done) == len(run.user_ids) or time.monotonic() >= deadline:
+                return done
+            if not lane.background_busy():
+                return done  # the in-process worker finished; the rest failed

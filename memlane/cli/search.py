@@ -3,7 +3,6 @@ ranking, no budget, no XML)."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Annotated
 
@@ -11,7 +10,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from memlane.cli.common import lane_session, shown, stdout
+from memlane.cli.common import AsJson, lane_session, print_json, shown, stdout
 from memlane.pipeline.records import Category, Tier
 
 
@@ -32,7 +31,7 @@ def search(
         datetime | None,
         typer.Option(help="Stated or last confirmed at or after (ISO date or time, UTC)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Search a user's memories: best first, each with its score and the score's parts."""
     from datetime import UTC
@@ -50,7 +49,7 @@ def search(
             since=since,
         )
     if as_json:
-        typer.echo(json.dumps([h.model_dump(mode="json") for h in hits], indent=2))
+        print_json(hits)
         return
     title = f"{user}: {len(hits)} memories" + (f" for {query!r}" if query else "")
     # The short id (as contexts show it; every command takes it): whole, never wrapped.

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from memlane.cli.common import USAGE_EXIT, fail, lane_session, stderr
+from memlane.cli.common import USAGE_EXIT, AsJson, fail, lane_session, print_json, stderr
 
 app = typer.Typer(
     help="Users as a whole: erase, export, import; delete one of their conversations.",
@@ -22,6 +22,7 @@ def erase(
     yes: Annotated[
         bool, typer.Option("--yes", help="Confirm: the user's data is deleted for good.")
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Delete every row of the user in one transaction: messages, conversations, jobs,
     memories and their vectors, episodes, procedures, soul blocks, context packs. For
@@ -32,6 +33,8 @@ def erase(
         counts = lane.erase_user(user)
     kept = ", ".join(f"{n} {table}" for table, n in counts.items() if n)
     stderr.print(f"erased user {user}: {kept or 'nothing was stored for them'}")
+    if as_json:
+        print_json({"user_id": user, "deleted": counts})
 
 
 @app.command("delete-conversation")
@@ -39,6 +42,7 @@ def delete_conversation(
     user: Annotated[str, typer.Option("--user", help="The owner.", show_default=False)],
     conversation: Annotated[str, typer.Argument(help="The conversation id.", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", help="Confirm: deleted for good.")] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Delete one conversation ("delete this chat"): its messages, jobs, episodes and the
     memories learned only from it (one another conversation also stated stays, without
@@ -49,6 +53,8 @@ def delete_conversation(
         counts = lane.delete_conversation(user, conversation)
     done = ", ".join(f"{n} {what.replace('_', ' ')}" for what, n in counts.items() if n)
     stderr.print(f"deleted conversation {conversation}: {done or 'it held nothing'}")
+    if as_json:
+        print_json({"user_id": user, "conversation_id": conversation, "deleted": counts})
 
 
 @app.command()
@@ -60,7 +66,8 @@ def export(
 ) -> None:
     """Print the user's data as JSON lines (memories with their history, episodes,
     procedures, soul blocks; with --messages their conversations), for `memlane users
-    import` into another deployment: memlane users export --user U > u.jsonl"""
+    import` into another deployment: memlane users export --user U > u.jsonl (JSON lines
+    always, so no --json)."""
     with lane_session() as lane:
         for line in lane.export_user(user, messages=messages):
             typer.echo(line)
@@ -75,6 +82,7 @@ def import_(
     merge: Annotated[
         bool, typer.Option("--merge", help="Keep what is stored for ids the store holds.")
     ] = False,
+    as_json: AsJson = False,
 ) -> None:
     """Import an export, ids kept; refused when the store holds some of its ids, unless
     --merge (which keeps the stored ones and adds the rest)."""
@@ -86,3 +94,5 @@ def import_(
                 counts = lane.import_user(lines, user_id=user, merge=merge)
     added = ", ".join(f"{n} {table}" for table, n in counts.items() if n)
     stderr.print(f"imported {added or 'nothing new'}")
+    if as_json:
+        print_json({"imported": counts})

@@ -4,7 +4,7 @@ ids published to the fleet."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -66,12 +66,16 @@ class TranscriptIngest:
         return self.enqueue_many([transcript])[0]
 
     def enqueue_many(
-        self, transcripts: Sequence[TranscriptIn | Mapping[str, Any] | str | bytes]
+        self,
+        transcripts: Sequence[TranscriptIn | Mapping[str, Any] | str | bytes],
+        *,
+        on_stored: Callable[[int], None] | None = None,
     ) -> list[EnqueueResult]:
         """`enqueue` for several transcripts, all or nothing: every one is validated, then
         all are stored in one transaction (one that contradicts what is stored, e.g. a
         message id stored before with other text, raises TranscriptError naming its place
-        in the batch, and nothing of any is written), then every job is published."""
+        in the batch, and nothing of any is written), then every job is published.
+        `on_stored` hears how many are stored so far (a CLI's progress bar)."""
         parsed = []
         for index, transcript in enumerate(transcripts):
             try:
@@ -86,6 +90,8 @@ class TranscriptIngest:
                     results.append(self._store_transcript(session, transcript, now))
                 except TranscriptError as exc:
                     raise TranscriptError(_in_batch(index, len(parsed), exc)) from None
+                if on_stored is not None:
+                    on_stored(index + 1)
         # Published after the commit: a worker never sees an id before its row exists.
         # If publishing fails the rows stay queued and the sweep publishes them later.
         self._publish("extract", [job_id for result in results for job_id in result.job_ids])

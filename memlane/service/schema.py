@@ -5,6 +5,7 @@ the configured embedder's HNSW indexes built for every user large enough to want
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.engine import make_url
 
@@ -15,7 +16,18 @@ from memlane.models.store.memories import vector_index
 from memlane.workers.embedders import get_embedder
 
 
-def upgrade(settings: Settings, *, say: Callable[[str], None]) -> None:
+@dataclass(frozen=True, slots=True)
+class Upgraded:
+    """What `upgrade` did: the database (its password hidden), the revision it was at
+    (None: empty) and is at now, and how many HNSW indexes serve (None: none wanted)."""
+
+    database: str
+    from_revision: str | None
+    revision: str | None
+    vector_indexes: int | None = None
+
+
+def upgrade(settings: Settings, *, say: Callable[[str], None]) -> Upgraded:
     """Migrate the settings' database, then build the missing HNSW indexes; `say` hears
     each step as it happens (an index build can take minutes)."""
     url = settings.resolved_database_url
@@ -38,4 +50,7 @@ def upgrade(settings: Settings, *, say: Callable[[str], None]) -> None:
             f"{settings.hnsw_min_memories:,} memories; building the missing ones …"
         )
         built = [vector_index.ensure_hnsw(engine, u, embedder.name, embedder.dim) for u in users]
-        say(f"vector indexes: {sum(name is not None for name in built)} ready")
+        ready = sum(name is not None for name in built)
+        say(f"vector indexes: {ready} ready")
+        return Upgraded(where, before, after, ready)
+    return Upgraded(where, before, after)

@@ -130,7 +130,7 @@ def test_the_demo_hint_works_as_printed_without_an_activated_venv(tmp_path: Path
 
     hint = done.stdout.split("Explore the same store:\n", 1)[1].splitlines()
     assert len(hint) == 3 and all(line.startswith("  ") for line in hint)  # one line each
-    assert hint[2].endswith("--format json")  # not cut at 80 columns
+    assert hint[2].endswith("--json")  # not cut at 80 columns
     shell = subprocess.run(
         ["/bin/bash", "-c", "set -e\n" + "\n".join(hint)],
         cwd=tmp_path,
@@ -308,9 +308,7 @@ def test_assemble_prints_xml_or_json_within_the_budget(db_url: str) -> None:
     assert "secret plan" not in xml.stdout
     assert re.fullmatch(r"pack pack_\w+: \d+/400 tokens, 0 dropped, retrieval .+\n", xml.stderr)
 
-    as_json = cli(
-        db_url, "assemble", "--user", "u1", "--format", "json", "--context-window", "128000"
-    )
+    as_json = cli(db_url, "assemble", "--user", "u1", "--json", "--context-window", "128000")
     assert as_json.exit_code == 0, as_json.stderr
     body = json.loads(as_json.stdout)
     assert set(body) == {"context", "json", "pack"}
@@ -500,7 +498,7 @@ def test_a_memory_out_of_range_exits_2_naming_the_field(sqlite_url: str) -> None
 
 def test_packs_show_returns_the_pack_an_assembly_logged(db_url: str) -> None:
     add_memory(db_url, "u1", "Prefers Postgres for every new service.")
-    assembled = json.loads(cli(db_url, "assemble", "--user", "u1", "--format", "json").stdout)
+    assembled = json.loads(cli(db_url, "assemble", "--user", "u1", "--json").stdout)
     pack_id = assembled["pack"]["pack_id"]
 
     shown = cli(db_url, "packs", "show", pack_id, "--json")
@@ -519,7 +517,7 @@ def test_packs_show_renders_a_table_at_80_columns(sqlite_url: str) -> None:
     long = "Prefers long walks along the river before work, every single day of the week."
     add_memory(sqlite_url, "u1", long, "--importance", "0.9")
     add_memory(sqlite_url, "u1", "Likes tea.", "--importance", "0.2")
-    done = cli(sqlite_url, "assemble", "--user", "u1", "--budget", "60", "--format", "json")
+    done = cli(sqlite_url, "assemble", "--user", "u1", "--budget", "60", "--json")
     pack = json.loads(done.stdout)["pack"]
     table = cli(sqlite_url, "packs", "show", pack["pack_id"], COLUMNS="80").stdout
 
