@@ -118,7 +118,7 @@ def test_assembly_serves_a_user_whose_vectors_are_not_moved_yet(db_url: str, now
     # The operator switched the setting to hashing-128; u1's vectors are still hashing-64.
     tea = add(db_url, now - timedelta(days=1), "User drinks green tea every morning")
     add(db_url, now - timedelta(days=1), "User works on the billing service")
-    lane = Memlane(load_settings(database_url=db_url, embedding_dim=128))
+    lane = Memlane(load_settings(database_url=db_url, embedding_model="hashing", embedding_dim=128))
     try:
         during = lane.assemble("u1", "green tea", budget_tokens=500, now=now)
         assert during.pack.retrieval_mode.endswith("+also:hashing-64")
@@ -140,7 +140,11 @@ def test_the_cli_reembeds_in_process_with_a_progress_bar(sqlite_url: str, now: d
     result = CliRunner().invoke(
         app,
         ["reembed", "--to", "hashing", "--dim", "128"],
-        env={"MEMLANE_DATABASE_URL": sqlite_url, "MEMLANE_EMBEDDING_DIM": "128"},
+        env={
+            "MEMLANE_DATABASE_URL": sqlite_url,
+            "MEMLANE_EMBEDDING_MODEL": "hashing",
+            "MEMLANE_EMBEDDING_DIM": "128",
+        },
     )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "3 user(s) now serve hashing-128"
@@ -157,7 +161,7 @@ def test_the_cli_reembeds_in_process_with_a_progress_bar(sqlite_url: str, now: d
     )
     assert again.exit_code == 0
     assert "re-embedding 0 user(s)" in again.stderr
-    assert "note: MEMLANE_EMBEDDING_MODEL gives hashing-256" in again.stderr
+    assert "note: MEMLANE_EMBEDDING_MODEL gives minilm-l6-v2-int8" in again.stderr  # the default
 
 
 @pytest.mark.timeout(180)
@@ -167,8 +171,13 @@ def test_celery_workers_reembed_each_user(
     for user in ("u1", "u2"):
         for text in ("likes tea", "lives in Oslo", "runs marathons"):
             add(pg, now, f"{user} {text}", user=user)
-    worker = WorkerProcess(fleet_env(pg, redis_url, embedding_dim="128"), log_dir=tmp_path)
-    lane = Memlane(load_settings(database_url=pg, broker_url=redis_url, embedding_dim=128))
+    env = fleet_env(pg, redis_url, embedding_model="hashing", embedding_dim="128")
+    worker = WorkerProcess(env, log_dir=tmp_path)
+    lane = Memlane(
+        load_settings(
+            database_url=pg, broker_url=redis_url, embedding_model="hashing", embedding_dim=128
+        )
+    )
     try:
         worker.wait_ready()
         run = lane.reembed()
