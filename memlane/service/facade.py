@@ -245,6 +245,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
             embedder=self.embedder,
             lexical_weight=self.lexical_weight,
             now=now or utcnow(),
+            embed_for=self.contexts.query_in(query) if query else None,
         )
 
     @checked("user_id")
