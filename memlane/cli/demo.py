@@ -43,7 +43,6 @@ def demo_overrides(db: Path) -> dict[str, object]:
         "database_url": f"sqlite:///{db}",
         "broker_url": None,
         "llm_model": None,
-        "embedding_model": "hashing",
     }
 
 
