@@ -1,6 +1,6 @@
 """Does the assembled context carry the evidence? LoCoMo, through the real pipeline.
 
-    python -m bench.locomo DATA_DIR [--backend sqlite|postgresql] [--embedder hashing|minilm]
+    python -m bench.locomo DATA_DIR [--backend sqlite|postgresql] [--embedder minilm|hashing]
                                     [--budgets 500,1000,2000] [--modes production,fresh]
                                     [--style default|compact] [--now after|wall]
                                     [--limit N] [--out DIR]
@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     p.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     p.add_argument("--database-url", help="an empty database (PostgreSQL); default: a temp SQLite")
-    p.add_argument("--embedder", default="hashing", help="hashing | minilm")
+    p.add_argument("--embedder", default="minilm", help="minilm (the default) | hashing")
     p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--now", choices=("after", "wall"), default="after")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import re
 import select
@@ -275,7 +276,25 @@ def open_lane(**overrides: Any) -> Memlane:
     from memlane.config.settings import load_settings
     from memlane.service.facade import Memlane
 
+    _show_embedder_check()
     return Memlane(load_settings(**overrides), actor="cli")
+
+
+def _show_embedder_check() -> None:
+    """The facade's warning that the store holds another embedder's vectors (it names
+    `memlane reembed`) as a `warning: …` line, without --debug; memlane's other log
+    lines stay for --debug, which shows this one too."""
+    from memlane.config.logging import StderrHandler
+    from memlane.service.jobs import EMBEDDER_CHECK_LOG
+
+    debug = any(getattr(h, "_memlane", False) for h in logging.getLogger("memlane").handlers)
+    logger = logging.getLogger(EMBEDDER_CHECK_LOG)
+    if debug or any(getattr(h, "_memlane_cli", False) for h in logger.handlers):
+        return
+    handler = StderrHandler()
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    handler._memlane_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
 
 
 @contextmanager

@@ -101,7 +101,12 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(30.0, gt=0)
     llm_max_retries: int = Field(5, ge=0, le=20)
     embedding_model: str = Field(
-        "hashing", min_length=1, description="hashing | minilm | a litellm embedding model"
+        "minilm",
+        min_length=1,
+        description=(
+            "minilm (the default: all-MiniLM-L6-v2, local, from memlane[embedded]) | hashing "
+            "(lexical, no model files) | a litellm embedding model"
+        ),
     )
     embedding_dim: int = Field(256, ge=8, le=4096)
     token_model: str = Field("gpt-4o-mini", description="model whose tokenizer counts budgets")

@@ -203,7 +203,7 @@ class ContextBuilder:
             request.user_id,
             wanted,
             episode_limit=EPISODES_READ,
-            embed_for=self._query_in(query) if query else None,
+            embed_for=self.query_in(query) if query else None,
         )
         return assemble_context(
             replace(
@@ -223,7 +223,7 @@ class ContextBuilder:
             )
         )
 
-    def _query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
+    def query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
         """The query embedded by another embedder, named as its vectors are stored: for
         memories a `memlane reembed` has not moved yet. None (cosine left out, the
         lexical signal still counts) when that embedder cannot be built or called."""

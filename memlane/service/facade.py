@@ -69,6 +69,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         self._started = utcnow()
         self._dispatcher = dispatcher
         self._embedder: Embedder | None = None
+        self._store_checked = False  # for vectors of another embedder, on first use
         # Held while the dispatcher or the embedder is built on first use: two threads
         # arriving together would otherwise each build one (two in-process workers).
         self._building = threading.Lock()
@@ -123,6 +124,9 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         with self._building:
             if self._embedder is None:
                 self._embedder = get_embedder(self.settings)
+                if not self._store_checked:
+                    self._store_checked = True
+                    self.warn_of_stale_embedders(self._embedder)
             return self._embedder
 
     def close(self) -> None:
@@ -253,6 +257,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
             embedder=self.embedder,
             lexical_weight=self.lexical_weight,
             now=now or utcnow(),
+            embed_for=self.contexts.query_in(query) if query else None,
         )
 
     @checked("user_id")

@@ -5,11 +5,14 @@ dispatcher this process holds (memlane.workers.dispatch)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from memlane.models.db import unit_of_work
 from memlane.models.schemas import FleetStatus, JobPublic
@@ -25,6 +28,11 @@ if TYPE_CHECKING:
     from memlane.config.settings import Settings
     from memlane.workers.dispatch import Dispatcher
     from memlane.workers.embedders import Embedder
+
+
+log = logging.getLogger("memlane.facade")
+# Its own logger: the CLI shows its warning without --debug (cli/common.py).
+EMBEDDER_CHECK_LOG = "memlane.embedder_check"
 
 
 def _now() -> datetime:
@@ -48,6 +56,7 @@ class JobControl:
         url: str
         _dispatcher: Dispatcher | None
         _status: StatusCache
+        _store_checked: bool
 
         @property
         def dispatcher(self) -> Dispatcher: ...
@@ -81,11 +90,46 @@ class JobControl:
         else:
             self._dispatcher.drain(timeout=seconds)
 
+    def stale_embedders(self, embedder: Embedder) -> list[str]:
+        """One line per other embedder whose vectors still serve memories of this store,
+        e.g. after MEMLANE_EMBEDDING_MODEL changed (the default became minilm) and before
+        `memlane reembed`; none when every vector is `embedder`'s."""
+        with unit_of_work(self.url) as session:
+            found = reembed_store.other_embedders(session, model=embedder.name, dim=embedder.dim)
+        return [
+            f"{memories:,} {'memory' if memories == 1 else 'memories'} of {users:,} user(s) "
+            f"are embedded with {model} ({dim} dims)"
+            for model, dim, memories, users in found
+        ]
+
+    def warn_of_stale_embedders(self, embedder: Embedder) -> None:
+        """A warning naming `memlane reembed` when memories serve another embedder's
+        vectors. A warning, not an error: reads still work (the query is embedded with
+        each stored embedder, the path a running reembed relies on), and refusing would
+        turn an upgrade into an outage and block the facade `memlane reembed` runs in."""
+        try:
+            stale = self.stale_embedders(embedder)
+        except SQLAlchemyError as exc:  # the call that needed the embedder will say it
+            log.debug("could not check the store's embedders: %s", exc)
+            return
+        if stale:
+            logging.getLogger(EMBEDDER_CHECK_LOG).warning(
+                "%s, not %s (MEMLANE_EMBEDDING_MODEL=%s): they are still found (the query "
+                "is embedded with their embedder too), but their users are read from the "
+                "store on every assembly instead of the working set, and ranked by the old "
+                "embedder; run `memlane reembed` to move them, or set "
+                "MEMLANE_EMBEDDING_MODEL to the embedder they were made with",
+                "; ".join(stale),
+                embedder.name,
+                self.settings.embedding_model,
+            )
+
     def reembed(self, to: str | None = None, *, dim: int | None = None) -> ReembedRun:
         """Start moving every user whose memories serve vectors of another embedder to
         `to` (a MEMLANE_EMBEDDING_MODEL value; default: the configured one): one task per
         user, on the store queue or the in-process worker. Old vectors keep serving until
         the user's new ones are all there (models/store/memories/reembed.py)."""
+        self._store_checked = True  # no warning to run what is being run
         target = self.embedder if to is None else embedder_for(to, self.settings, dim=dim)
         with unit_of_work(self.url) as session:
             users = reembed_store.users_to_reembed(session, model=target.name, dim=target.dim)

@@ -8,6 +8,7 @@ answer short.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 
 from memlane.config.settings import Settings
@@ -34,8 +35,11 @@ def search(
     embedder: Embedder,
     lexical_weight: float,
     now: datetime,
+    embed_for: Callable[[str, int], list[float] | None] | None = None,
 ) -> list[SearchHit]:
-    """The user's memories for the request, best first (module docstring)."""
+    """The user's memories for the request, best first (module docstring). `embed_for`
+    embeds the query with another embedder for memories whose vectors are of it (a store
+    not yet moved by `memlane reembed`), as the assembler does."""
     s = settings
     query = request.query or None
     embedding = embed_query(embedder, query) if query else None
@@ -51,7 +55,9 @@ def search(
         include_sensitive=request.include_sensitive,
         approximate=wants_hnsw(s.vector_index, embedder.capabilities),
     )
-    candidates, _ = assembly_reads.read_for_assembly(url, request.user_id, wanted, episode_limit=0)
+    candidates, _ = assembly_reads.read_for_assembly(
+        url, request.user_id, wanted, episode_limit=0, embed_for=embed_for
+    )
     ranked = search_memories(
         candidates.memories,
         user_id=request.user_id,

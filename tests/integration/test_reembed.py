@@ -4,6 +4,10 @@ task with a real worker on PostgreSQL + Redis."""
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
+import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -118,7 +122,7 @@ def test_assembly_serves_a_user_whose_vectors_are_not_moved_yet(db_url: str, now
     # The operator switched the setting to hashing-128; u1's vectors are still hashing-64.
     tea = add(db_url, now - timedelta(days=1), "User drinks green tea every morning")
     add(db_url, now - timedelta(days=1), "User works on the billing service")
-    lane = Memlane(load_settings(database_url=db_url, embedding_dim=128))
+    lane = Memlane(load_settings(database_url=db_url, embedding_model="hashing", embedding_dim=128))
     try:
         during = lane.assemble("u1", "green tea", budget_tokens=500, now=now)
         assert during.pack.retrieval_mode.endswith("+also:hashing-64")
@@ -134,13 +138,65 @@ def test_assembly_serves_a_user_whose_vectors_are_not_moved_yet(db_url: str, now
         lane.close()
 
 
+def test_a_store_of_the_former_default_is_named_for_reembed_and_still_found(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a store built when hashing was the default, opened with today's default (minilm)
+    with Memlane(load_settings(database_url=db_url, embedding_model="hashing")) as before:
+        tea = before.add_memory("u1", {"content": "User drinks green tea every morning"}).id
+        before.add_memory("u2", {"content": "User works on the billing service"})
+    with caplog.at_level(logging.WARNING, logger="memlane"):
+        lane = Memlane(load_settings(database_url=db_url))
+        try:
+            hits = lane.search("u1", "green tea")
+            (warning,) = [r.getMessage() for r in caplog.records if "reembed" in r.getMessage()]
+            assert "2 memories of 2 user(s) are embedded with hashing-256 (256 dims)" in warning
+            assert "not minilm-l6-v2-int8" in warning and "run `memlane reembed`" in warning
+            # reading still works: the query is embedded with hashing for those memories
+            assert hits[0].memory.id == tea and hits[0].relevance > 0.5
+            context = lane.assemble("u1", "green tea", budget_tokens=500)
+            assert context.pack.retrieval_mode.endswith("+also:hashing-256")
+            assert "green tea" in context.text
+            lane.reembed_done(lane.reembed(), wait_s=30)
+        finally:
+            lane.close()
+    assert len([r for r in caplog.records if "reembed" in r.getMessage()]) == 1  # once
+    caplog.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="memlane"),
+        Memlane(load_settings(database_url=db_url)) as after,
+    ):
+        assert after.search("u1", "green tea")[0].memory.id == tea
+    assert not [r for r in caplog.records if "reembed" in r.getMessage()]
+
+
+def test_the_cli_warns_of_a_store_of_another_embedder_without_debug(sqlite_url: str) -> None:
+    with Memlane(load_settings(database_url=sqlite_url, embedding_model="hashing")) as before:
+        before.add_memory("u1", {"content": "User drinks green tea every morning"})
+    done = subprocess.run(
+        [sys.executable, "-m", "memlane", "search", "--user", "u1", "-q", "tea", "--json"],
+        env={**os.environ, "MEMLANE_DATABASE_URL": sqlite_url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "warning: 1 memory of 1 user(s) are embedded with hashing-256" in done.stderr
+    assert "memlane reembed" in done.stderr
+    assert "green tea" in done.stdout
+
+
 def test_the_cli_reembeds_in_process_with_a_progress_bar(sqlite_url: str, now: datetime) -> None:
     for user in ("u1", "u2", "u3"):
         add(sqlite_url, now, f"{user} likes tea", user=user)
     result = CliRunner().invoke(
         app,
         ["reembed", "--to", "hashing", "--dim", "128"],
-        env={"MEMLANE_DATABASE_URL": sqlite_url, "MEMLANE_EMBEDDING_DIM": "128"},
+        env={
+            "MEMLANE_DATABASE_URL": sqlite_url,
+            "MEMLANE_EMBEDDING_MODEL": "hashing",
+            "MEMLANE_EMBEDDING_DIM": "128",
+        },
     )
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "3 user(s) now serve hashing-128"
@@ -157,7 +213,7 @@ def test_the_cli_reembeds_in_process_with_a_progress_bar(sqlite_url: str, now: d
     )
     assert again.exit_code == 0
     assert "re-embedding 0 user(s)" in again.stderr
-    assert "note: MEMLANE_EMBEDDING_MODEL gives hashing-256" in again.stderr
+    assert "note: MEMLANE_EMBEDDING_MODEL gives minilm-l6-v2-int8" in again.stderr  # the default
 
 
 @pytest.mark.timeout(180)
@@ -167,8 +223,13 @@ def test_celery_workers_reembed_each_user(
     for user in ("u1", "u2"):
         for text in ("likes tea", "lives in Oslo", "runs marathons"):
             add(pg, now, f"{user} {text}", user=user)
-    worker = WorkerProcess(fleet_env(pg, redis_url, embedding_dim="128"), log_dir=tmp_path)
-    lane = Memlane(load_settings(database_url=pg, broker_url=redis_url, embedding_dim=128))
+    env = fleet_env(pg, redis_url, embedding_model="hashing", embedding_dim="128")
+    worker = WorkerProcess(env, log_dir=tmp_path)
+    lane = Memlane(
+        load_settings(
+            database_url=pg, broker_url=redis_url, embedding_model="hashing", embedding_dim=128
+        )
+    )
     try:
         worker.wait_ready()
         run = lane.reembed()

@@ -39,6 +39,33 @@ def lane(db_url: str) -> Iterator[Memlane]:
         yield lane
 
 
+FOUR_FACTS = {
+    # issue 33's new user: four facts (and one about a programming language); with the
+    # former default, hashing, four of the five queries found nothing and "job" found
+    # "User lives in Porto" by a hash collision
+    "allergy": "User is allergic to peanuts.",
+    "pets": "User has two cats.",
+    "what city is home": "User lives in Porto.",
+    "programming language": "User codes mostly in Rust.",
+    "job": "User works as a nurse.",
+}
+
+
+def test_the_default_settings_find_reworded_facts(db_url: str) -> None:
+    with Memlane(load_settings(database_url=db_url)) as lane:  # the default embedder
+        for content in FOUR_FACTS.values():
+            lane.add_memory("u1", {"content": content})
+        for query, fact in FOUR_FACTS.items():
+            hits = lane.search("u1", query)
+            assert hits[0].memory.content == fact, (query, [h.memory.content for h in hits])
+            assert all(h.relevance > 0 for h in hits)  # no hit that the query does not reach
+        # no relevance signal (stopwords only, or nothing): every memory, as ranked without
+        # a query, rather than an empty answer
+        everything = {h.memory.content for h in lane.search("u1", None)}
+        assert everything == set(FOUR_FACTS.values())
+        assert {h.memory.content for h in lane.search("u1", "what is the")} == everything
+
+
 def test_search_finds_by_meaning_with_the_scores_parts(lane: Memlane) -> None:
     hits = lane.search("u1", "which seats does the user like on a flight?")
     assert hits[0].memory.content == "User prefers window seats on flights."

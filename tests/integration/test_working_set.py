@@ -30,11 +30,15 @@ from memlane.service.facade import Memlane
 from memlane.workers.embedders import get_embedder
 
 NOW = datetime(2026, 3, 1, 12, 0).astimezone()
+# The working set is not about the embedder: every lane here pins hashing (no model to
+# load in each process, no per-memory inference in the streams of users).
 
 
 @pytest.fixture
 def reader(db_url: str) -> Iterator[Memlane]:
-    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
+    with Memlane(
+        load_settings(embedding_model="hashing", database_url=db_url, working_set_mb=64)
+    ) as lane:
         yield lane
 
 
@@ -42,7 +46,8 @@ def other_process(db_url: str, code: str) -> str:
     """Run `code` with `lane`, a Memlane of its own, in another Python process."""
     script = (
         "from memlane import Memlane\n"
-        f"lane = Memlane.from_settings(database_url={db_url!r})\n" + textwrap.dedent(code)
+        f"lane = Memlane.from_settings(database_url={db_url!r}, embedding_model='hashing')\n"
+        + textwrap.dedent(code)
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
@@ -116,7 +121,9 @@ def test_a_warm_view_assembles_what_a_cold_one_does(
     reader.mark_sensitive("u1", ids[5])
     reader.add_memory("u1", {"content": "Fact 99: likes tea with honey.", "importance": 0.9})
     warm = reader.assemble("u1", "tea with honey", budget_tokens=400, now=now)
-    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as cold_lane:
+    with Memlane(
+        load_settings(embedding_model="hashing", database_url=db_url, working_set_mb=64)
+    ) as cold_lane:
         cold = cold_lane.assemble("u1", "tea with honey", budget_tokens=400, now=now)
     assert warm.text == cold.text
     assert warm.pack_data["items"] == cold.pack_data["items"]
@@ -141,7 +148,7 @@ def test_the_change_number_moves_once_per_writing_transaction(db_url: str) -> No
 
 
 def test_the_bound_holds_under_a_stream_of_users(db_url: str) -> None:
-    settings = load_settings(database_url=db_url)
+    settings = load_settings(embedding_model="hashing", database_url=db_url)
     embedder = get_embedder(settings)
     with Memlane(settings) as lane:
         for n in range(12):
@@ -165,7 +172,7 @@ def test_the_bound_holds_under_a_stream_of_users(db_url: str) -> None:
 def test_a_user_too_large_for_the_bound_is_loaded_once(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = load_settings(database_url=db_url)
+    settings = load_settings(embedding_model="hashing", database_url=db_url)
     embedder = get_embedder(settings)
     with Memlane(settings) as lane:
         for k in range(20):
@@ -187,12 +194,16 @@ def test_a_user_too_large_for_the_bound_is_loaded_once(
 
 
 def test_users_the_working_set_cannot_serve_go_to_the_store(db_url: str, now: datetime) -> None:
-    with Memlane(load_settings(database_url=db_url, working_set_mb=0.001)) as lane:
+    with Memlane(
+        load_settings(embedding_model="hashing", database_url=db_url, working_set_mb=0.001)
+    ) as lane:
         lane.add_memory("u1", {"content": "Drinks green tea every morning."})
         result = lane.assemble("u1", "tea", budget_tokens=500, now=now)
         assert result.pack.retrieval_mode != "working-set"
         assert "green tea" in result.text
-    with Memlane(load_settings(database_url=db_url, working_set_mb=64)) as lane:
+    with Memlane(
+        load_settings(embedding_model="hashing", database_url=db_url, working_set_mb=64)
+    ) as lane:
         recent = lane.assemble("u1", "tea", strategy="recent", budget_tokens=500, now=now)
         assert recent.pack.retrieval_mode != "working-set"  # `recent` reads the store
         later = now + timedelta(days=1)
@@ -270,7 +281,7 @@ def test_one_users_slow_load_does_not_hold_up_another_users_assembly(pg: str) ->
     """A user's view is loaded under that user's lock only: while the load of one user
     waits on the database (here: for a lock another transaction holds on `memories`), a
     warm user's assembly, which reads only its change number, is served."""
-    settings = load_settings(database_url=pg)
+    settings = load_settings(embedding_model="hashing", database_url=pg)
     embedder = get_embedder(settings)
     with Memlane(settings) as lane:
         lane.add_memory("warm", {"content": "Drinks green tea every morning."})
@@ -321,7 +332,9 @@ def _waits_for_a_lock(url: str) -> bool:
 def test_a_row_committed_while_the_changes_are_read_is_not_skipped(pg: str, now: datetime) -> None:
     # given a loaded view, and a soul block changed since (so the rows are read table by
     # table, each statement in a snapshot of its own)
-    with Memlane(load_settings(database_url=pg, working_set_mb=64)) as lane:
+    with Memlane(
+        load_settings(embedding_model="hashing", database_url=pg, working_set_mb=64)
+    ) as lane:
         lane.add_memory("u1", {"content": "Drinks green tea every morning."})
         assert "green tea" in context(lane, now)
         lane.set_soul_block("u1", "style", "Short answers.")

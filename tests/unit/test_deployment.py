@@ -261,3 +261,19 @@ def test_the_build_context_keeps_what_the_image_copies_and_drops_the_checkouts_o
         "bench/results/locomo.json",
     ):
         assert _dockerignored(patterns, junk), junk
+
+
+def test_the_settings_compose_gives_with_nothing_set_build_its_embedder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `${X:-default}` with X unset is the default; `${X:-}` is empty, which the settings read
+    # as unset. An explicit default that contradicts another (a dimension the default
+    # embedder does not make) would stop every service at its first embedding.
+    from memlane.config.settings import load_settings
+    from memlane.workers.embedders import get_embedder
+
+    for name, value in compose_settings().items():
+        if name not in SERVICE_URLS and isinstance(value, str):
+            monkeypatch.setenv(name, re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value))
+    assert "MEMLANE_EMBEDDING_MODEL" in compose_settings()
+    assert get_embedder(load_settings()).dim > 0

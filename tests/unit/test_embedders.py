@@ -5,7 +5,10 @@ import sys
 from collections.abc import Sequence
 from functools import partial
 
+import pytest
+
 from memlane.config.settings import load_settings
+from memlane.pipeline.errors import ConfigurationError
 from memlane.pipeline.ranking import hashing_embedder as hashing_rules
 from memlane.pipeline.ranking.embedding import embed_in_batches
 from memlane.workers.embedders import (
@@ -14,6 +17,7 @@ from memlane.workers.embedders import (
     QueryEmbeddingCache,
     get_embedder,
 )
+from memlane.workers.minilm import MINILM_NAME, MiniLMEmbedder
 from tests.defaults import EMBEDDING_DIM
 
 # The settings' defaults, passed as memlane's callers pass the settings.
@@ -33,8 +37,23 @@ class CountingEmbedder:
         return [[float(len(t)), float(len(self.calls))] for t in texts]
 
 
-def test_hashing_is_the_default_and_uses_the_configured_dimension() -> None:
-    embedder = get_embedder(load_settings(embedding_dim=64))
+def test_minilm_is_the_default() -> None:
+    embedder = get_embedder(load_settings())
+    assert isinstance(embedder, MiniLMEmbedder)
+    assert (embedder.name, embedder.dim) == (MINILM_NAME, 384)
+
+
+def test_a_dimension_set_for_the_old_default_names_both_ways_out() -> None:
+    # MEMLANE_EMBEDDING_DIM=64 meant hashing when hashing was the default: not silently
+    # ignored, and the error says how to keep hashing
+    with pytest.raises(ConfigurationError) as caught:
+        get_embedder(load_settings(embedding_dim=64))
+    assert "unset MEMLANE_EMBEDDING_DIM" in str(caught.value)
+    assert "MEMLANE_EMBEDDING_MODEL=hashing" in str(caught.value)
+
+
+def test_hashing_by_name_uses_the_configured_dimension() -> None:
+    embedder = get_embedder(load_settings(embedding_model="hashing", embedding_dim=64))
     assert isinstance(embedder, HashingEmbedder)
     assert (embedder.name, embedder.dim) == ("hashing-64", 64)
     assert embedder.embed(["User likes tea."]) == hashing_embed(["User likes tea."], dim=64)

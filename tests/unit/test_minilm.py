@@ -1,4 +1,5 @@
-"""The local all-MiniLM-L6-v2 embedder (the `minilm` extra, installed by scripts/bootstrap.sh).
+"""The local all-MiniLM-L6-v2 embedder (the default; its packages come with the extras that
+embed, and scripts/bootstrap.sh installs them).
 
 Reference similarities are sentence-transformers' published ones for all-MiniLM-L6-v2
 (0.6660, 0.1046, 0.1411 in its README); memlane's int8 ONNX run must land within 0.01.
@@ -16,7 +17,13 @@ import pytest
 from memlane.config.settings import load_settings
 from memlane.pipeline.errors import ConfigurationError
 from memlane.workers.embedders import embedder_for, get_embedder
-from memlane.workers.minilm import MINILM_DIM, MINILM_NAME, MiniLMEmbedder, mean_pool
+from memlane.workers.minilm import (
+    MINILM_DIM,
+    MINILM_NAME,
+    MiniLMEmbedder,
+    mean_pool,
+    missing_packages,
+)
 
 
 @pytest.fixture(scope="module")
@@ -104,17 +111,30 @@ def test_stored_names_rebuild_their_embedders() -> None:
         embedder_for("hashing-64", settings, dim=128)
 
 
-def test_without_the_extra_the_error_says_what_to_install() -> None:
+def test_without_the_extra_the_default_fails_at_once_and_says_what_to_install() -> None:
+    # a process without onnxruntime (sys.modules None: how Python marks a module absent)
     code = (
         "import sys; sys.modules['onnxruntime'] = None\n"
-        "from memlane.workers.minilm import MiniLMEmbedder\n"
+        "from memlane.config.settings import load_settings\n"
+        "from memlane.workers.embedders import get_embedder\n"
         "from memlane.pipeline.errors import ConfigurationError\n"
         "try:\n"
-        "    MiniLMEmbedder().embed(['hello'])\n"
+        "    get_embedder(load_settings())\n"
         "except ConfigurationError as exc:\n"
         "    print(exc)\n"
+        "else:\n"
+        "    print('built')\n"
+        "print(type(get_embedder(load_settings(embedding_model='hashing'))).__name__)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
-    assert "memlane[minilm]" in out and "onnxruntime" in out
+    # when the embedder is made, not at some later memory's embedding; no fallback
+    error, hashing = out.strip().splitlines()
+    assert "onnxruntime" in error and 'pip install "memlane[embedded]"' in error
+    assert "MEMLANE_EMBEDDING_MODEL=hashing" in error
+    assert hashing == "HashingEmbedder"  # the way out the message names works
+
+
+def test_the_packages_it_needs_are_found_here() -> None:
+    assert missing_packages() == []

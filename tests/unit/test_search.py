@@ -89,3 +89,33 @@ def test_without_a_query_by_composite() -> None:
     assert found(None) == found(None)  # deterministic
     with pytest.raises(ValueError, match="limit"):
         found(limit=0)
+
+
+def ranked_for(query: str | None, relevance: dict[str, float]) -> list[str]:
+    hits = search_memories(
+        MEMORIES,
+        user_id="u1",
+        query=query,
+        relevance=relevance,
+        now=NOW,
+        weights=WEIGHTS,
+        half_life_hours=168.0,
+        relevance_floor=0.8,
+        filters=SearchFilters(limit=50),
+    )
+    return [h.memory.id for h in hits]
+
+
+def test_memories_of_zero_relevance_are_no_hits() -> None:
+    # m1 and m3 match; m2, m4 and m5 have relevance 0 (or none at all)
+    assert ranked_for("tea time", {"m1": 0.3, "m3": 0.6, "m2": 0.0, "m4": -0.2}) == ["m3", "m1"]
+
+
+def test_a_query_without_relevance_signal_drops_nothing() -> None:
+    usual = ranked_for(None, {})
+    assert len(usual) == 5
+    # relevant to nothing: the usual ranking, not an empty answer
+    assert ranked_for("quantum chromodynamics", {m: 0.0 for m in usual}) == usual
+    # stopwords only: a semantic embedder still gives it cosines; nothing is dropped
+    # (ranked by relevance, as the assembler ranks that query)
+    assert sorted(ranked_for("what is the", {"m1": 0.1, "m2": 0.05})) == sorted(usual)

@@ -10,6 +10,11 @@ first, by composite; then the rest by relevance. Without a query, by composite. 
 caller's filters (category, tier, min_score on the composite, `since` on confirmed_at)
 and the limit.
 
+A memory whose relevance to the query is zero (no cosine above 0, no word in common) is
+not a hit and is left out. A query with no relevance signal at all (empty, only
+stopwords, or relevant to no memory) drops nothing: the ranking above, not an empty
+answer.
+
 Pure: the memories, their relevance, `now` and the settings come in.
 """
 
@@ -19,6 +24,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.ranking.scoring import RankedMemory, Weights, rank
 from memlane.pipeline.records import Category, MemoryRecord, Tier
 
@@ -84,6 +90,10 @@ def search_memories(
             return (True, -r, -score, item.memory.id)
 
         ranked.sort(key=key)
+        if best > 0 and keywords(query):
+            # A semantic embedder gives even "the" a cosine with everything: a query of
+            # stopwords only carries no signal to filter on.
+            ranked = [r for r in ranked if r.breakdown.relevance > 0]
     found = [
         r
         for r in ranked

@@ -1,6 +1,7 @@
-"""The `hashing` embedder (the default): `memlane.pipeline.ranking.hashing_embedder`, offline,
-deterministic, no model files. Lexical: texts that share (stemmed) words are close; it
-knows no synonyms. Stored as "hashing-<dim>"."""
+"""The `hashing` embedder (chosen by name; minilm is the default):
+`memlane.pipeline.ranking.hashing_embedder`, offline, deterministic, no model files.
+Lexical: texts that share (stemmed) words are close; it knows no synonyms. Stored as
+"hashing-<dim>"."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The `minilm` embedder: all-MiniLM-L6-v2 (384 dims) on onnxruntime, local
-(`memlane.workers.minilm`; the optional extra `memlane[minilm]`). Semantic: "car" is close
-to "automobile". Stored as "minilm-l6-v2-int8"."""
+"""The `minilm` embedder (the default): all-MiniLM-L6-v2 (384 dims) on onnxruntime, local
+(`memlane.workers.minilm`; its packages come with `memlane[embedded]`). Semantic: "car" is
+close to "automobile". Stored as "minilm-l6-v2-int8"."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ def _claims(model: str) -> bool:
 
 
 def _build(model: str, settings: Settings, dim: int | None) -> MiniLMEmbedder:
+    if dim is not None and dim != MINILM_DIM and "embedding_model" not in settings.model_fields_set:
+        # A dimension set for hashing when it was the default: say both ways out.
+        raise ConfigurationError(
+            f"MEMLANE_EMBEDDING_DIM is {dim}, but the default embedder, minilm, makes "
+            f"{MINILM_DIM}-dimensional vectors: unset MEMLANE_EMBEDDING_DIM, or set "
+            "MEMLANE_EMBEDDING_MODEL=hashing to keep the lexical embedder at that dimension"
+        )
     if dim is not None and dim != MINILM_DIM:
         raise ConfigurationError(
             f"MEMLANE_EMBEDDING_MODEL=minilm makes {MINILM_DIM}-dimensional vectors; "

@@ -60,6 +60,28 @@ def users_to_reembed(session: Session, *, model: str, dim: int) -> list[str]:
     return list(rows)
 
 
+def other_embedders(session: Session, *, model: str, dim: int) -> list[tuple[str, int, int, int]]:
+    """(model, dim, memories, users) of each other embedder whose vectors serve memories
+    that are not deleted: what `memlane reembed` to (model, dim) would move. One scan of
+    the store, without reading a vector."""
+    rows = session.execute(
+        select(
+            MemoryRow.embedding_model,
+            MemoryRow.embedding_dim,
+            func.count(),
+            func.count(MemoryRow.user_id.distinct()),
+        )
+        .where(
+            MemoryRow.status != "deleted",
+            MemoryRow.embedding_model.is_not(None),  # set exactly when a vector is
+            or_(MemoryRow.embedding_model != model, MemoryRow.embedding_dim.is_distinct_from(dim)),
+        )
+        .group_by(MemoryRow.embedding_model, MemoryRow.embedding_dim)
+        .order_by(func.count().desc(), MemoryRow.embedding_model)
+    ).all()
+    return [(str(m), int(d or 0), int(n), int(u)) for m, d, n, u in rows]
+
+
 def users_done(session: Session, user_ids: Sequence[str], *, model: str, dim: int) -> set[str]:
     """Those of `user_ids` none of whose memories still serves another model's vector."""
     if not user_ids:
