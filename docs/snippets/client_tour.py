@@ -1,6 +1,6 @@
 from memlane.client import Client  # AsyncClient: the same methods, awaited
 
-user_id, chat_id = "maya", "trip-1"
+user_id, chat_id = "maya", "chat-1"
 messages = [
     {"role": "user", "content": "I live in Porto and I prefer window seats."},
     {"role": "assistant", "content": "Noted: Porto, window seats."},

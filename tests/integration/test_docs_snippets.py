@@ -185,15 +185,39 @@ def fenced(text: str, language: str) -> list[str]:
     return [re.sub(rf"^{indent}", "", block, flags=re.M) for indent, block in found]
 
 
-def test_every_python_block_of_the_docs_is_a_snippet_file() -> None:
+def test_every_python_and_json_block_of_the_docs_is_a_snippet_file() -> None:
     """A page shows code only by including a file of docs/snippets/ (which the tests
     above run); the README's blocks are copies of those files, word for word."""
-    files = {path.name: path.read_text(encoding="utf-8") for path in SNIPPETS.glob("*.py")}
+    files = {path.name: path.read_text(encoding="utf-8") for path in SNIPPETS.iterdir()}
     for page in (ROOT / "docs").glob("*.md"):
-        for block in fenced(page.read_text(encoding="utf-8"), "python"):
-            included = re.fullmatch(r'--8<-- "([\w.]+)"\n', block)
-            assert included and included[1] in files, (page.name, block[:200])
+        for language in ("python", "json"):
+            for block in fenced(page.read_text(encoding="utf-8"), language):
+                included = re.fullmatch(r'--8<-- "([\w.]+)"\n', block)
+                assert included and included[1] in files, (page.name, block[:200])
     readme = fenced((ROOT / "README.md").read_text(encoding="utf-8"), "python")
     assert len(readme) >= 3
     for block in readme:
         assert block in files.values(), block[:200]
+
+
+def test_the_openai_transcript_is_stored_as_the_page_says(server: Server) -> None:
+    transcript = json.loads((SNIPPETS / "openai_transcript.json").read_text())
+    with Client(server.url, api_key=KEY) as memlane:
+        done = memlane.enqueue(transcript)
+        exported = memlane.export_user(transcript["user_id"], messages=True)
+    assert done.stored_messages == len(transcript["messages"])
+    rows = [json.loads(line) for line in exported.splitlines()]
+    stored = [
+        (row["row"]["role"], row["row"]["content"])
+        for row in rows
+        if row.get("kind") == "messages" and row["row"]["conversation_id"] == "trip-1"
+    ]
+    # the page's rules: developer is system, an image a placeholder, tool calls and
+    # results kept as context in the message's text
+    assert stored == [
+        ("system", "You are a travel assistant."),
+        ("user", "I live in Porto.\n\n[image]"),
+        ("tool", '<tool_call id="call_1" name="search_flights">{"from": "OPO"}</tool_call>'),
+        ("tool", '<tool_result id="call_1">TP1943 departs 08:10</tool_result>'),
+        ("assistant", "TP1943 leaves at 08:10."),
+    ]
