@@ -1,4 +1,4 @@
-"""`memlane db revision`: the recipe for a migration (README, "Where to change what"),
+"""`memlane db revision`: the recipe for a migration (docs/architecture.md, "Where to change what"),
 run into a copy of the migrations folder so the package's stays as it is."""
 
 from __future__ import annotations

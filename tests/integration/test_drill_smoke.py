@@ -1,6 +1,6 @@
 """The API-driving drills at a tiny size, so they keep working: each runs as a process
 of its own (as an operator runs it) and must pass its own checks. Their figures are the
-full runs' (README, "Performance and reliability"); the PostgreSQL drill's outage here is
+full runs' (docs/performance.md); the PostgreSQL drill's outage here is
 one database refusing connections for a second (bench.drills.db_outage), never a
 restart of the server the other tests share."""
 

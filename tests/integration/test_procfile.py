@@ -72,7 +72,7 @@ def test_every_procfile_process_starts_by_its_command_line(
         "MEMLANE_WORKER_CONCURRENCY": "1",
         "MEMLANE_EXTRACT_CONCURRENCY": "2",
     }
-    assert set(deployment) == set(readme_variables())  # the README names what is set here
+    assert set(deployment) == set(readme_variables())  # the deployment page names what is set here
     env = {
         **os.environ,
         **fleet_env(pg, redis_url),
@@ -107,7 +107,7 @@ def test_every_procfile_process_starts_by_its_command_line(
             seen = httpx.get(f"{flower}?refresh=1", auth=AUTH, timeout=20).json()
             time.sleep(0.5)
         assert {name.split("@")[0] for name in seen} == {"worker", "extract"}, logs()
-        # Flower serves /metrics to anyone, basic auth or not: the README says so, and how
+        # Flower serves /metrics to anyone, basic auth or not: docs/deployment.md says so, and how
         # to keep it private.
         metrics = httpx.get(f"http://127.0.0.1:{flower_port}/metrics", timeout=10)
         assert metrics.status_code == 200 and "flower_" in metrics.text
@@ -120,12 +120,12 @@ def test_every_procfile_process_starts_by_its_command_line(
 
 
 def readme_deployment() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return text.split("\n## Deployment\n", 1)[1].split("\n## ", 1)[0]
+    """The docs' deployment page (it was the README's section)."""
+    return (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
 
 
 def readme_variables() -> list[str]:
-    """The variables of the README's deployment table (its first column)."""
+    """The variables of the deployment page's table (its first column)."""
     table = readme_deployment().split("| variable | for |", 1)[1].split("\n\n", 1)[0]
     return re.findall(r"^\| `([A-Z_]+)` \|", table, flags=re.M)
 

@@ -206,8 +206,8 @@ def test_one_postgresql_major_everywhere() -> None:
     assert image == "pgvector/pgvector:pg15"
     script = (ROOT / "scripts" / "ensure_services.sh").read_text()
     assert 'PGVER="${MEMLANE_PG_MAJOR:-15}"' in script
-    readme = (ROOT / "README.md").read_text()
-    majors = set(re.findall(r"PostgreSQL (1\d)\b", readme))
+    pages = [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    majors = {m for page in pages for m in re.findall(r"PostgreSQL (1\d)\b", page.read_text())}
     majors |= set(re.findall(r"PostgreSQL (1\d)\b", (ROOT / "bench" / "README.md").read_text()))
     assert majors == {"15"}
 

@@ -154,6 +154,9 @@ def test_memlanes_own_files_use_no_unknown_variable() -> None:
         root / "docker-compose.yml",
         root / "Dockerfile",
         root / "README.md",
+        *root.glob("docs/**/*.md"),
+        *root.glob("docs/**/*.py"),
+        root / "docs" / "gen" / "settings.yaml",
     ]:
         used |= set(
             __import__("re").findall(r"\bMEMLANE_[A-Z][A-Z0-9_]*[A-Z0-9]\b", path.read_text())
