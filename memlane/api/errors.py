@@ -12,6 +12,7 @@ status the framework raised).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Collection, Coroutine, Mapping
 from typing import Any
@@ -207,12 +208,17 @@ def validation_handler(transcript_paths: Collection[str]) -> Handler:
     async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
         on_transcript = request.url.path in transcript_paths
-        details = []
+        details: list[dict[str, str]] = []
+        said: list[str] = []
         for error in exc.errors():
             loc = [str(part) for part in error["loc"]]
             field = ".".join(loc[1:] if loc[:1] == ["body"] and len(loc) > 1 else loc)
             message = str(error["msg"]).removeprefix("Value error, ")
-            if loc == ["body"] and not _is_json(request):
+            if error["type"] == "json_invalid":
+                # FastAPI puts the character offset where a field belongs ("607"): say
+                # where as the CLI does, by line and column.
+                field, message = "body", _json_problem(exc.body, error)
+            elif loc == ["body"] and not _is_json(request):
                 message = NOT_JSON
             elif loc == ["body"] and error["type"] in _NOT_AN_OBJECT:
                 kind = _JSON_KINDS.get(type(error.get("input")), "something else")
@@ -226,12 +232,29 @@ def validation_handler(transcript_paths: Collection[str]) -> Handler:
                 text = f"message {index} is too long: {field}: {message}"
                 return error_response(codes.MESSAGE_TOO_LARGE, text, index=index)
             details.append({"field": field, "message": message})
-        shown = "; ".join(f"{d['field']}: {d['message']}" for d in details[:5])
+            # The whole body at fault by a rule of memlane's (or not JSON at all): its
+            # words name the fields themselves, as the facade, the CLI and MCP say it.
+            whole = error["type"] == "json_invalid" or (
+                loc == ["body"] and error["type"] == "value_error"
+            )
+            said.append(message if whole else f"{field}: {message}")
+        shown = "; ".join(said[:5])
         more = f" (and {len(details) - 5} more)" if len(details) > 5 else ""
         refused = codes.INVALID_TRANSCRIPT if on_transcript else codes.VALIDATION_ERROR
-        return error_response(refused, f"invalid request: {shown}{more}", details=details[:50])
+        prefix = "invalid transcript" if on_transcript else "invalid request"
+        return error_response(refused, f"{prefix}: {shown}{more}", details=details[:50])
 
     return on_validation_error
+
+
+def _json_problem(body: Any, error: Mapping[str, Any]) -> str:
+    """`invalid JSON at line L column C: reason`, the CLI's words for a file."""
+    reason = str(error.get("ctx", {}).get("error", "not JSON"))
+    offset = error["loc"][-1]
+    if isinstance(body, str) and isinstance(offset, int):
+        where = json.JSONDecodeError(reason, body, offset)
+        return f"invalid JSON at line {where.lineno} column {where.colno}: {reason}"
+    return f"invalid JSON: {reason}"
 
 
 def _is_json(request: Request) -> bool:

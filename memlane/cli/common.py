@@ -31,7 +31,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from typer._click.exceptions import NoArgsIsHelpError, UsageError  # typer vendors click
 from typer.core import TyperGroup
 
-from memlane.pipeline.errors import ConfigurationError, MemlaneError, TranscriptError
+from memlane.pipeline.errors import (
+    ConfigurationError,
+    MemlaneError,
+    TranscriptError,
+    problems_of,
+)
 
 if TYPE_CHECKING:
     # typer vendors click; its Context is what a group's invoke receives.
@@ -79,12 +84,7 @@ def shown(text: str) -> str:
 def one_line(exc: BaseException) -> str:
     """The error as one line: pydantic errors as `field: message; …`, others' first line."""
     if isinstance(exc, ValidationError):
-        parts = []
-        for error in exc.errors()[:5]:
-            message = error["msg"].removeprefix("Value error, ")
-            where = ".".join(str(part) for part in error["loc"])
-            parts.append(f"{where}: {message}" if where else message)
-        return "; ".join(parts)
+        return problems_of(exc)  # the shape every door uses
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0]
 

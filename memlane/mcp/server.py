@@ -16,8 +16,8 @@ own errors reach the model as tool errors carrying their message, which says wha
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
-import uuid
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane.models.schemas import MemoryPage, MemoryPublic, SearchHit
-from memlane.pipeline.errors import MemlaneError
+from memlane.pipeline.errors import MemlaneError, problems_of
 from memlane.pipeline.records import Category, Tier
 from memlane.service.facade import Memlane
 
@@ -60,6 +60,36 @@ class RememberOut(BaseModel):
     job_ids: list[str] = Field(default_factory=list)
 
 
+class _Server(MCPServer):
+    """MCPServer whose refused arguments read like memlane's other errors: the SDK
+    validates a tool's arguments before the tool runs and words a refusal as pydantic's
+    dump ("1 validation error for recallArguments …")."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(
+                    f"invalid arguments for {name}: {problems_of(exc.__cause__)}"
+                ) from exc.__cause__
+            raise
+
+
+def conversation_id_of(messages: Sequence[Any], system: Any) -> str:
+    """The conversation id of `messages` sent without one: derived from their content,
+    so the same messages remembered again land in the same conversation (stored once,
+    extracted once) instead of making a new one each time."""
+    canonical = json.dumps(
+        {"messages": list(messages), "system": system},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+    return "mcp-" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
 def _tool_errors(function: Callable[P, R]) -> Callable[P, R]:
     """memlane's errors and invalid values as ToolErrors: the model reads the message
     (a ToolError's text reaches it; any other exception reaches it as a bare failure)."""
@@ -69,9 +99,7 @@ def _tool_errors(function: Callable[P, R]) -> Callable[P, R]:
         try:
             return function(*args, **kwargs)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise ToolError(f"{where}: {first['msg']}" if where else first["msg"]) from exc
+            raise ToolError(problems_of(exc)) from exc
         except (MemlaneError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
 
@@ -84,7 +112,7 @@ def resource_uri(user_id: str) -> str:
 
 def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> MCPServer:
     """The MCP server of `user_id`'s memories, over `lane`."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         "memlane",
         version=version("memlane"),
         instructions=INSTRUCTIONS,
@@ -107,7 +135,9 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
         already known is confirmed, not stored twice), or hand over conversation `messages` (OpenAI
         or Anthropic format, as sent to the model) for memlane to extract memories from
         in the background. Give one of the two; with `messages`, Anthropic's top-level
-        `system` (a string or text blocks) may go beside them."""
+        `system` (a string or text blocks) may go beside them. The same messages sent
+        again are recognised and stored once; give `conversation_id` to send a growing
+        conversation."""
         if (fact is None) == (messages is None):
             raise ToolError("give either `fact` (one sentence) or `messages`, not both or none")
         if system is not None and messages is None:
@@ -117,12 +147,14 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
                 user_id, {"content": fact, "category": category, "importance": importance}
             )
             return RememberOut(outcome=done.outcome, memory=done.memory)
-        # A batch of its own unless named: memlane reads a transcript without message
-        # ids as a conversation from its first message, so two excerpts sent under one
-        # id would contradict each other. Final: extract now, not after 5 more replies.
+        # Unless named, the conversation is the messages' own (an id from their content):
+        # the same messages remembered again store nothing and extract nothing, so a
+        # re-read never counts as a confirmation. Different messages get another id, as
+        # memlane reads a transcript without message ids as a conversation from its first
+        # message. Final: extract now, not after 5 more replies.
         result = lane.enqueue(
             {
-                "conversation_id": conversation_id or f"mcp-{uuid.uuid4().hex[:16]}",
+                "conversation_id": conversation_id or conversation_id_of(messages or [], system),
                 "user_id": user_id,
                 "messages": messages,
                 "final": True,

@@ -112,7 +112,8 @@ _PART_SCHEMA: dict[str, Any] = {
 }
 _CONTENT_SCHEMA: dict[str, Any] = {
     "anyOf": [{"type": "string"}, {"type": "array", "items": _PART_SCHEMA}, {"type": "null"}],
-    "description": "Text, or a list of content parts; null only beside tool_calls.",
+    "description": "Text, or a list of content parts; null beside tool_calls, refusal "
+    "or audio (an OpenAI assistant message).",
 }
 _TOOL_CALLS_SCHEMA: dict[str, Any] = {
     "type": "array",
@@ -126,6 +127,10 @@ def _read_fields(schema: dict[str, Any]) -> None:
         name={"type": "string"},
         tool_calls=_TOOL_CALLS_SCHEMA,
         tool_call_id={"type": "string"},
+        refusal={
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": "An OpenAI refusal: read as what the assistant said.",
+        },
     )
 
 

@@ -3,6 +3,24 @@ what to do about it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+
+def problems_of(exc: ValidationError, *, at_most: int = 5) -> str:
+    """A ValidationError in memlane's one error shape, `field.path: reason; …` (a
+    whole-object error is its reason alone, as its words name the fields): never
+    pydantic's dump, with its model names, input values and documentation links."""
+    problems = []
+    for error in exc.errors()[:at_most]:
+        where = ".".join(str(part) for part in error["loc"])
+        reason = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {reason}" if where else reason)
+    extra = exc.error_count() - at_most
+    return "; ".join(problems) + (f" (and {extra} more)" if extra > 0 else "")
+
 
 class MemlaneError(Exception):
     """Base of every error memlane raises on purpose."""

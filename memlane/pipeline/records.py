@@ -7,10 +7,18 @@ Plain frozen pydantic models with no I/O; `memlane.models.schemas` keeps the wir
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 # `tool`: tool calls and tool results, kept as context and never read as the user's words.
 Role = Literal["user", "assistant", "system", "tool"]
@@ -23,7 +31,20 @@ CATEGORIES: tuple[Category, ...] = ("preference", "fact", "decision", "project")
 TIERS: tuple[Tier, ...] = ("pinned", "verified", "candidate")
 SOUL_KINDS: tuple[SoulKind, ...] = ("identity", "style", "anti_patterns")
 
-Score01 = Annotated[float, Field(ge=0.0, le=1.0)]
+
+def _a_number(value: Any) -> Any:
+    # NaN compares false with everything: without this it is refused as "should be less
+    # than or equal to 1", which sends the user looking for the wrong mistake.
+    try:
+        number = float(value) if isinstance(value, float | str) else None
+    except ValueError:
+        return value  # not a number at all: the float type says so
+    if number is not None and not math.isfinite(number):
+        raise ValueError(f"must be a number from 0 to 1, not {value!r}")
+    return value
+
+
+Score01 = Annotated[float, Field(ge=0.0, le=1.0), BeforeValidator(_a_number)]
 
 
 class Frozen(BaseModel):

@@ -28,7 +28,7 @@ from memlane.models.store.users import packs
 from memlane.pipeline.assembly.budget import BudgetAsk
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.assembly.records import AssembledContext
-from memlane.pipeline.errors import ConfigurationError, InvalidInputError
+from memlane.pipeline.errors import ConfigurationError, InvalidInputError, problems_of
 from memlane.pipeline.ranking.scoring import STRATEGIES, Strategy, Weights
 from memlane.pipeline.records import Category, Tier
 from memlane.service import search
@@ -247,9 +247,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
                 include_sensitive=include_sensitive,
             )
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InvalidInputError(f"{where}: {first['msg']}") from None
+            raise InvalidInputError(problems_of(exc, at_most=1)) from None
         return search.search(
             request,
             url=self.url,

@@ -15,7 +15,7 @@ from memlane.models.db import unit_of_work
 from memlane.models.schemas import EnqueueResult, TranscriptIn
 from memlane.models.store.conversations import jobs
 from memlane.models.store.conversations import messages as conversations
-from memlane.pipeline.errors import TranscriptError
+from memlane.pipeline.errors import TranscriptError, problems_of
 from memlane.pipeline.extraction.cadence import due_windows, why_no_window
 
 if TYPE_CHECKING:
@@ -35,12 +35,7 @@ def parse_transcript(data: TranscriptIn | Mapping[str, Any] | str | bytes) -> Tr
             return TranscriptIn.model_validate_json(data)
         return TranscriptIn.model_validate(data)
     except ValidationError as exc:
-        problems = []
-        for error in exc.errors()[:5]:
-            where = ".".join(str(part) for part in error["loc"]) or "transcript"
-            problems.append(f"{where}: {str(error['msg']).removeprefix('Value error, ')}")
-        more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-        raise TranscriptError("invalid transcript: " + "; ".join(problems) + more) from None
+        raise TranscriptError("invalid transcript: " + problems_of(exc)) from None
 
 
 def _in_batch(index: int, size: int, exc: TranscriptError) -> str:

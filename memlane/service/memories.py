@@ -32,7 +32,7 @@ from memlane.models.store.memories import fingerprints, memories
 from memlane.models.store.reads import dedup as dedup_reads
 from memlane.pipeline.dedup import plan as dedup
 from memlane.pipeline.dedup.keywords import keywords
-from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError
+from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError, problems_of
 from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service import memory_pages
 from memlane.service.input_checks import checked
@@ -284,9 +284,7 @@ class MemoryCuration:
                 {k: v for k, v in given.items() if v is not None or k == "expires_at"}
             )
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(part) for part in first["loc"])
-            raise InvalidInputError(f"{where}: {first['msg']}") from None
+            raise InvalidInputError(problems_of(exc, at_most=1)) from None
         correction = MemoryEdit.model_validate(
             wanted.model_dump(include=wanted.model_fields_set & _EDIT_FIELDS)
         )

@@ -148,3 +148,86 @@ def test_unknown_top_level_fields_stay_refused() -> None:
 )
 def test_malformed_chat_shapes_name_the_field(message: dict[str, Any], words: str) -> None:
     assert words in bad({"conversation_id": "c", "user_id": "u", "messages": [message]})
+
+
+# --------------------------------------------------------------- issue 35: cases 10 and 13
+
+
+def transcript(*messages: dict[str, Any]) -> TranscriptIn:
+    return TranscriptIn.model_validate(
+        {"conversation_id": "c", "user_id": "u", "messages": list(messages)}
+    )
+
+
+USER = {"role": "user", "content": "Can you book it?"}
+
+
+@pytest.mark.parametrize(
+    ("assistant", "content", "role"),
+    [
+        ({"content": None, "refusal": "I cannot book."}, "I cannot book.", "assistant"),
+        ({"content": None, "refusal": "No.", "tool_calls": []}, "No.", "assistant"),
+        ({"content": None, "audio": {"id": "audio_abc"}}, "[audio]", "assistant"),
+        ({"content": "Booked.", "tool_calls": []}, "Booked.", "assistant"),
+    ],
+    ids=["refusal", "refusal-empty-tool-calls", "audio", "empty-tool-calls"],
+)
+def test_openai_assistant_messages_without_content_are_read(
+    assistant: dict[str, Any], content: str, role: str
+) -> None:
+    read = transcript(USER, {"role": "assistant", **assistant}).messages[1]
+    assert (read.role, read.content) == (role, content)
+
+
+def test_a_message_carrying_nothing_is_refused_as_empty() -> None:
+    with pytest.raises(ValidationError, match="content is empty"):
+        transcript(USER, {"role": "assistant", "content": None, "tool_calls": []})
+
+
+LITERAL = '<tool_call name="a">I\'m allergic to shellfish</tool_call>'
+
+
+def test_tool_looking_text_a_user_typed_stays_their_words() -> None:
+    said = transcript({"role": "user", "content": LITERAL})
+    message = said.messages[0]
+    assert message.role == "user"
+    assert "I'm allergic to shellfish" in without_tool_segments(message.content)
+    found = [m.content for m in extract_offline(window(said)).memories]
+    assert any("allergic to shellfish" in m for m in found), found
+    # also as a text part, and inside an assistant message beside a real tool call
+    part = transcript({"role": "user", "content": [{"type": "text", "text": LITERAL}]})
+    assert "shellfish" in without_tool_segments(part.messages[0].content)
+
+
+def test_a_real_tool_call_is_still_a_segment_beside_literal_text() -> None:
+    message = read_message(
+        {
+            "role": "assistant",
+            "content": "You wrote <tool_result>x</tool_result>.",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f"}}],
+        }
+    )
+    spoken = without_tool_segments(message.data["content"])
+    assert "x" in spoken and "<tool_call" not in spoken
+
+
+SERVER_TOOLS = [
+    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search",
+     "input": {"query": "shellfish allergy"}},
+    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+     "content": [{"type": "web_search_result", "url": "https://example.org/a",
+                  "title": "Allergies", "encrypted_content": "Zm9v"}]},
+]  # fmt: skip
+
+
+def test_server_tool_parts_are_tool_activity_not_speech() -> None:
+    alone = read_message({"role": "assistant", "content": SERVER_TOOLS})
+    assert alone.data["role"] == "tool" and alone.flavor == "anthropic"
+    assert not without_tool_segments(alone.data["content"]).strip()
+    assert "Zm9v" not in alone.data["content"]  # the provider's encrypted page
+    assert "https://example.org/a" in alone.data["content"]
+    beside = read_message(
+        {"role": "assistant", "content": [{"type": "text", "text": "Found it."}, *SERVER_TOOLS]}
+    )
+    assert without_tool_segments(beside.data["content"]).strip() == "Found it."
+    assert beside.ignored == ()

@@ -38,7 +38,7 @@ def list_procedures(user_id: UserId, lane: Lane) -> list[Procedure]:
     return lane.procedures(user_id)
 
 
-@router.delete("/users/{user_id}/procedures/{procedure}", status_code=204, tags=["procedures"])
+@router.delete("/users/{user_id}/procedures/{procedure:path}", status_code=204, tags=["procedures"])
 def delete_procedure(user_id: UserId, procedure: str, lane: Lane) -> Response:
     """Delete the user's procedure named by its id or its name."""
     lane.delete_procedure(user_id, procedure)

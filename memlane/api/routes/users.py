@@ -28,7 +28,7 @@ def lift_fingerprints(user_id: UserId, lane: Lane) -> LiftedOut:
     return LiftedOut(user_id=user_id, lifted=lane.lift_fingerprints(user_id))
 
 
-@router.delete("/users/{user_id}/conversations/{conversation_id}", tags=["users"])
+@router.delete("/users/{user_id}/conversations/{conversation_id:path}", tags=["users"])
 def delete_conversation(
     user_id: UserId, conversation_id: str, lane: Lane, actor: Actor
 ) -> ConversationDeletedOut:

@@ -12,6 +12,16 @@ format read into memlane's plain message (a role and one text).
 - a message that carries nothing but tool calls or tool results gets the role `tool`:
   it is never read as something the user said, and an assistant message counts toward
   the extraction cadence only when it carries text.
+- an OpenAI assistant message may have `content: null` beside `refusal` (read as what
+  the assistant said), `audio` (kept as the placeholder `[audio]`; the field itself is
+  ignored) or `tool_calls` (an empty list is no tool activity).
+- tool segments come only from structured fields: text that merely spells a tool tag
+  (a user pasting `<tool_call name="a">…</tool_call>`) stays that speaker's words, its
+  tags' spelling broken (`<\\tool_call`, `<\\/tool_call`) so nothing downstream reads it
+  as tool activity.
+- Anthropic server tool parts (`server_tool_use`, `mcp_tool_use`, and their results,
+  `web_search_tool_result`, `mcp_tool_result`, any `*_tool_result`) are tool activity,
+  never said text.
 - `developer` is read as `system`.
 - fields of a message that neither format nor memlane knows are ignored and reported,
   never fatal.
@@ -66,6 +76,11 @@ _DROPPED_PARTS: dict[str, Flavor | None] = {
 }
 _SEGMENT = re.compile(r"<tool_(call|result)\b[^>]*>.*?</tool_\1>", re.DOTALL)
 _CLOSING = re.compile(r"</(tool_(?:call|result))", re.IGNORECASE)
+_LITERAL_TAG = re.compile(r"<(/?)(tool_(?:call|result))", re.IGNORECASE)
+# A tag said_text broke: markup a speaker typed, around words that are theirs.
+_BROKEN_TAG = re.compile(r"<\\/?tool_(?:call|result)\b[^>]*>", re.IGNORECASE)
+# Anthropic's server tools (run by the provider, not the app): a call and its result.
+_SERVER_TOOL_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
 
 
 @dataclass(slots=True)
@@ -76,7 +91,7 @@ class _Pieces:
     said: bool = False
 
     def text(self, value: str) -> None:
-        self.items.append(value)
+        self.items.append(said_text(value))
         self.said = True
 
     def tool(self, value: str) -> None:
@@ -116,8 +131,13 @@ def read_message(raw: Mapping[str, Any]) -> ReadMessage:
     elif isinstance(content, str):
         if content.strip():
             pieces.text(content)
-    elif content is not None or not _has_tool_calls(raw):
+    elif content is not None:
         data["content"] = content  # wrong type: the schema names it
+    elif "audio" in raw and isinstance(raw["audio"], Mapping):
+        # An assistant's spoken reply: its audio is the provider's, a placeholder is kept
+        # (as for an `input_audio` part); the field is still counted as ignored.
+        pieces.text("[audio]")
+        flavors.add("openai")
     if "refusal" in raw and isinstance(raw["refusal"], str) and raw["refusal"].strip():
         pieces.text(raw["refusal"])
         flavors.add("openai")
@@ -188,6 +208,27 @@ def _read_parts(
                     name=name,
                 )
             )
+        elif kind in _SERVER_TOOL_CALLS:
+            flavors.add("anthropic")
+            pieces.tool(
+                _segment(
+                    "tool_call",
+                    _arguments(part.get("input")),
+                    id=_opt_str(part.get("id")),
+                    name=_opt_str(part.get("name")) or kind,
+                    server="true",
+                )
+            )
+        elif kind != "tool_result" and kind.endswith("_tool_result"):
+            flavors.add("anthropic")
+            pieces.tool(
+                _segment(
+                    "tool_result",
+                    _server_result(part.get("content")),
+                    id=_opt_str(part.get("tool_use_id")),
+                    kind=kind,
+                )
+            )
         elif kind == "tool_result":
             flavors.add("anthropic")
             inner = part.get("content")
@@ -213,8 +254,29 @@ def _read_parts(
             pieces.text(f"[{kind}]")
 
 
-def _has_tool_calls(raw: Mapping[str, Any]) -> bool:
-    return bool(raw.get("tool_calls")) or bool(raw.get("function_call"))
+def said_text(text: str) -> str:
+    """`text` as a speaker's words: a tool tag it spells has its spelling broken, so only
+    the reader's own segments (from structured fields) are ever tool activity."""
+    return _LITERAL_TAG.sub(lambda m: f"<\\{m[1]}{m[2]}", text)
+
+
+def _server_result(content: Any) -> str:
+    """A server tool's result as text: a web search's results one `title <url>` a line
+    (their encrypted page content is the provider's), anything else as JSON."""
+    if isinstance(content, list):
+        lines = []
+        for item in content:
+            if isinstance(item, Mapping) and isinstance(item.get("url"), str):
+                title = item.get("title")
+                lines.append(f"{title} <{item['url']}>" if isinstance(title, str) else item["url"])
+            elif isinstance(item, Mapping) and isinstance(item.get("text"), str):
+                lines.append(item["text"])
+            else:
+                lines.append(_arguments(item))
+        return "\n".join(lines)
+    if isinstance(content, str):
+        return content
+    return _arguments(content)
 
 
 def _openai_tool_calls(raw: Mapping[str, Any], flavors: set[Flavor]) -> list[str]:
@@ -286,8 +348,9 @@ def _opt_str(value: Any) -> str | None:
 
 
 def without_tool_segments(text: str) -> str:
-    """`text` with its tool call and tool result segments removed: what a speaker said."""
-    return _SEGMENT.sub(" ", text)
+    """`text` with its tool call and tool result segments removed: what a speaker said
+    (tool tags a speaker typed are dropped too, the words between them kept)."""
+    return _BROKEN_TAG.sub(" ", _SEGMENT.sub(" ", text))
 
 
 def check_format(flavors: list[Flavor | None], chat_format: ChatFormat) -> None:
