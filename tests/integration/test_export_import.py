@@ -110,8 +110,12 @@ def test_stored_ids_refuse_an_import_unless_merged(sqlite_url: str, tmp_path: Pa
         merged = target.import_user(list(source.export_user("u1")), merge=True)
         assert (merged["memories"], merged["soul_blocks"]) == (1, 0)
         assert {m.id for m in target.list_memories("u1")} == {a.id, b.id}
-        with pytest.raises(ConflictError):  # ids are unique across users of a store
-            target.import_user(lines, user_id="u9")
+        # ids are unique across users of a store: another user's import is a copy
+        copied = target.import_user(lines, user_id="u9")
+        assert copied["memories"] == 1 and copied["copied_with_new_ids"] == 1
+        (copy,) = target.list_memories("u9")
+        assert copy.content == a.content and copy.id not in {a.id, b.id}
+        assert {m.id for m in target.list_memories("u1")} == {a.id, b.id}
         with pytest.raises(InvalidInputError, match="not a memlane export"):
             target.import_user(['{"kind": "memories", "row": {}}'])
         with pytest.raises(InvalidInputError, match="line 2"):
