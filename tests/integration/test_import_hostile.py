@@ -24,7 +24,7 @@ from memlane.client.errors import InvalidRequest
 from memlane.config.settings import load_settings
 from memlane.models.db import unit_of_work
 from memlane.models.tables import Conversation, MemoryEventRow, MemoryRow, Message
-from memlane.pipeline.errors import InvalidInputError
+from memlane.pipeline.errors import ConflictError, InvalidInputError
 from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 from tests.integration.test_client import KEY, Server, server  # noqa: F401 - a fixture
@@ -367,3 +367,32 @@ def test_an_import_does_not_duplicate_an_active_memory(
     assert counts["duplicate_memories"] == 2
     context = lane.assemble("erin", "tea", budget_tokens=600, now=now).text
     assert context.lower().count("oolong") == 1
+
+
+def test_an_edit_that_duplicates_an_active_memory_is_refused(lane: Memlane, now: datetime) -> None:
+    lisbon = lane.add_memory("fay", {"content": "User lives in Lisbon."})
+    porto = lane.add_memory("fay", {"content": "User lives in Porto."})
+    with pytest.raises(ConflictError, match=f"{lisbon.id}.*already says this"):
+        lane.update_memory("fay", porto.id, content="User lives in Lisbon.")
+    assert lane.get_memory("fay", porto.id).content == "User lives in Porto."
+    # editing a memory to say what it says, in other words, is no duplicate of itself
+    assert lane.update_memory("fay", lisbon.id, content="user lives in lisbon").content == (
+        "user lives in lisbon"
+    )
+    context = lane.assemble("fay", "where does the user live", budget_tokens=600, now=now).text
+    assert context.lower().count("lisbon") == 1
+
+
+def test_the_cli_and_the_api_refuse_a_duplicating_edit(pg: str) -> None:
+    with Memlane(load_settings(database_url=pg)) as lane:
+        lane.add_memory("fay", {"content": "User lives in Lisbon."})
+        porto = lane.add_memory("fay", {"content": "User lives in Porto."})
+        with TestClient(create_app(lane), raise_server_exceptions=False) as http:
+            answer = http.patch(
+                f"/v1/users/fay/memories/{porto.id}", json={"content": "User lives in Lisbon."}
+            )
+        assert answer.status_code == 409 and "already says this" in answer.text
+    result = cli(
+        pg, "memories", "edit", "--user", "fay", porto.id, "--content", "User lives in Lisbon."
+    )
+    assert result.exit_code == 1 and "already says this" in " ".join(result.stderr.split())
