@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from memlane.models.store.memories import fingerprints
 from memlane.models.store.reads import dedup as dedup_reads
+from memlane.models.tables import MemoryRow
 from memlane.pipeline.dedup.fingerprints import fingerprint, suppressed
 from memlane.pipeline.dedup.keywords import keywords, normalise
 from memlane.pipeline.dedup.plan import duplicate_of
@@ -33,7 +35,11 @@ def screen(
         return {}
     statements = [(v["content"], keywords(v["content"])) for v in active]
     known = []
-    for start in range(0, len(statements), 500):
+    # A user with no memory yet (a move to a new deployment) has nothing to look up.
+    holds = select(MemoryRow.id).where(
+        MemoryRow.user_id == user_id, MemoryRow.status.in_(("active", "deleted"))
+    )
+    for start in range(0, len(statements) if session.scalar(holds.limit(1)) else 0, 500):
         known += dedup_reads.candidates(
             session,
             user_id,
