@@ -50,12 +50,18 @@ class UserTransfer:
         user_id: str | None = None,
         merge: bool = False,
     ) -> dict[str, int]:
-        """Import an export (its lines) as `user_id` (default: the exported user), in one
-        transaction; the rows added per table. Ids and short ids are kept (short ids are
-        renumbered when the user already uses them); an id the store holds already
+        """Import an export (its lines) as `user_id` (default: the exported user; either
+        stripped, as every door reads a user id), in one transaction: every row is
+        validated first (InvalidInputError naming the line and field; nothing written).
+        Returns the rows added per table, and when nonzero `stored_rows_kept`,
+        `copied_with_new_ids`, `duplicate_memories`, `purged_memories`
+        (user_export.LEFT_OUT_COUNTS). Ids and short ids are kept (short ids are
+        renumbered when the user already uses them); an id the user holds already
         refuses the import (ConflictError) unless `merge`, which keeps what is stored
-        and adds the rest. Vectors are kept when they are of this lane's embedder, else
-        computed with it."""
+        and adds the rest; an id another user holds is given a new id (a copy:
+        models/store/users/import_owners.py). Active memories the dedup rule or a
+        purge's fingerprint keeps out are left out. Vectors are kept when they are of
+        this lane's embedder, else computed with it."""
         parsed = (_parse(number, line) for number, line in enumerate(lines, start=1))
         records = (item for item in parsed if item is not None)
         first = next(records, None)

@@ -221,6 +221,22 @@ def test_the_client_raises_invalid_request_naming_the_line(server: Server) -> No
         with pytest.raises(InvalidRequest, match=r"line 2: memories\.status"):
             memlane.import_user("client-mallory", text(lines))
         assert memlane.list_memories("client-mallory").memories == []
+        # history onto alice's memory from mallory's own file: refused
+        first(lines, "memories")["status"] = "active"
+        alice_memory = first(lines, "memories")["id"]
+        hostile = copy.deepcopy(lines)
+        hostile[0]["user_id"] = "client-mallory"
+        hostile = [line for line in hostile if line.get("kind") != "memories"]
+        for line in hostile[1:]:
+            line["row"].pop("user_id", None)
+        with pytest.raises(InvalidRequest, match=r"memory_events\.memory_id.*no memory"):
+            memlane.import_user("client-mallory", text(hostile))
+        # alice's export as bob on the same store: a copy, under new ids
+        done = memlane.import_user(" client-bob ", text(lines))
+        assert done.user_id == "client-bob" and done.imported["memories"] == 1
+        assert done.details == {"copied_with_new_ids": 1}
+        (copied,) = memlane.list_memories("client-bob").memories
+        assert copied.id != alice_memory and copied.content == "Drinks oolong after lunch."
 
 
 # --------------------------------------------------------------------------- case 1
@@ -246,6 +262,11 @@ def test_rows_cannot_reach_another_users_conversation_memory_or_job(
     refused(_set("messages", "conversation_id", bob_chat), r"no conversation of this export")
     # history written onto bob's memory
     refused(_set("memory_events", "memory_id", bob_memory), r"no memory of this export")
+
+    def purged_event_of_bob(lines: Lines) -> None:
+        first(lines, "memory_events").update(memory_id=bob_memory, kind="purged")
+
+    refused(purged_event_of_bob, r"memory_events\.memory_id: .* another user's memory")
     # a memory that claims bob's conversation as its source, or supersession by his memory
     refused(_set("memories", "source_conversation_id", bob_chat), r"another user's conversation")
     refused(_set("memories", "superseded_by", bob_memory), r"another user's memory")
@@ -339,6 +360,13 @@ def test_merge_of_an_export_taken_before_a_purge_keeps_the_purged_fact_out(
     counts = lane.import_user(text(lines).splitlines(), merge=True)
     assert counts["memories"] == 0 and counts["purged_memories"] == 1
     assert "oolong" not in lane.assemble("alice", "tea", budget_tokens=600, now=now).text
+    assert [e.kind for e in lane.memory_history("alice", oolong.id)] == ["purged"]
+    # an export taken after the purge holds the purge's event alone: it imports, as a copy too
+    after = list(lane.export_user("alice"))
+    lane.import_user(after, user_id="alice-copy")
+    assert [e.kind for e in lane.memory_history("alice", oolong.id)] == ["purged"]
+    # and merged again into alice, that event is not written twice
+    assert lane.import_user(after, merge=True)["memory_events"] == 0
     assert [e.kind for e in lane.memory_history("alice", oolong.id)] == ["purged"]
 
 
@@ -457,4 +485,5 @@ def test_a_large_import_stays_in_bounded_memory(sqlite_url: str, tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert "imported 20000 memories, 20000 memory_events" in " ".join(result.stderr.split())
     peak = int(re.findall(r"peak (\d+) MB", result.stderr)[-1])
-    assert peak < 250, f"{peak} MB"  # 194 MB here; ~490 MB with every row an ORM object
+    # 194 MB alone, up to 266 MB beside other tests; 486 MB with every row an ORM object
+    assert peak < 350, f"{peak} MB"

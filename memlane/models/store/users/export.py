@@ -8,6 +8,11 @@ their keywords and vectors), their history, episodes, procedures, soul blocks, a
 floats (float32 values, exact in JSON). What a store makes for itself is left out and
 made again on import: the keyword index, the change numbers, event and message row ids.
 Jobs and context packs are not exported: they describe work done in the old store.
+
+An import is a door like the others: each row is read by a strict schema
+(import_rows.py), placed among the target user's own data (import_owners.py: another
+user's ids are copied under new ones) and screened by the dedup rule and the purges'
+fingerprints (import_screen.py), all before the first row is written.
 """
 
 from __future__ import annotations
@@ -203,6 +208,13 @@ def _drop_taken(
         ProcedureRow.user_id == user_id, ProcedureRow.name.in_(names)
     )
     taken["procedure names"] = set(session.scalars(stored_names))
+    # a purged memory's event, exported without its memory: stored once already?
+    in_file = {v["id"] for v in by_kind["memories"]}
+    orphans = sorted({v["memory_id"] for v in by_kind["memory_events"]} - in_file)
+    stored_orphans = select(MemoryEventRow.memory_id).where(
+        MemoryEventRow.user_id == user_id, MemoryEventRow.memory_id.in_(orphans)
+    )
+    taken["purged memories' events"] = set(session.scalars(stored_orphans)) if orphans else set()
     clashes = {kind: ids for kind, ids in taken.items() if ids}
     if clashes and not merge:
         listed = "; ".join(
@@ -217,13 +229,6 @@ def _drop_taken(
         gone = taken[against or kind]
         by_kind[kind] = [v for v in by_kind[kind] if v[key] not in gone]
 
-    keep("conversations", "id")
-    keep("messages", "conversation_id", "conversations")
-    keep("memories", "id")
-    keep("memory_events", "memory_id", "memories")
-    keep("episodes", "id")
-    keep("procedures", "id")
-    keep("procedures", "name", "procedure names")
     before = sum(len(rows) for rows in by_kind.values())
     keep("conversations", "id")
     keep("messages", "conversation_id", "conversations")
@@ -233,6 +238,7 @@ def _drop_taken(
     keep("procedures", "id")
     keep("procedures", "name", "procedure names")
     keep("soul_blocks", "kind")
+    keep("memory_events", "memory_id", "purged memories' events")
     return before - sum(len(rows) for rows in by_kind.values())
 
 

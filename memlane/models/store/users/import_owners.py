@@ -8,8 +8,9 @@ of a store, so an export may hold ids another user of this store has:
 - a reference to a conversation, memory or job that is not in the export and that
   another user holds is refused when the export is imported as its own user (the row
   would point into another user's data), and in a copy (`--user` another than the
-  exported) it follows the copy: a conversation gets its new id, a memory or job
-  reference is cleared (jobs are not exported; the copy has its own history).
+  exported) it follows the copy: a conversation (and the memory of a purged memory's
+  event) gets its new id, a supersession or job reference is cleared (jobs are not
+  exported).
 """
 
 from __future__ import annotations
@@ -120,8 +121,9 @@ def place(
                         f"line {values[LINE]}: {name}.{column}: {value!r} is another "
                         f"user's {_ONE[kind]}; an export names only its own user's data"
                     )
-                if kind == "conversations":
-                    renamed["conversations"].setdefault(value, copy_id(kind, value, user_id))
+                if kind == "conversations" or (name, column) == ("memory_events", "memory_id"):
+                    # the copy's own id for it (a purged memory's event keeps its place)
+                    renamed[kind].setdefault(value, copy_id(kind, value, user_id))
                 else:
                     values[column] = None
 

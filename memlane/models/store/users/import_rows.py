@@ -283,8 +283,10 @@ def _belongs(by_kind: dict[str, list[dict[str, Any]]]) -> None:
             )
     memories = {v["id"] for v in by_kind["memories"]}
     for values in by_kind["memory_events"]:
-        if values["memory_id"] not in memories:
+        # a purged memory's row is gone; its `purged` event stays, and is exported
+        if values["memory_id"] not in memories and values["kind"] != "purged":
             raise InvalidInputError(
                 f"line {values[LINE]}: memory_events.memory_id: {values['memory_id']!r} "
-                "is no memory of this export; history is imported with its memory"
+                "is no memory of this export; history is imported with its memory (only "
+                "a purged memory's `purged` event stays without it)"
             )
