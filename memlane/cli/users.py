@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import Progress
 
-from memlane.cli.common import USAGE_EXIT, AsJson, fail, lane_session, print_json, stderr
+from memlane.cli.common import (
+    USAGE_EXIT,
+    AsJson,
+    fail,
+    lane_session,
+    print_json,
+    progress_bar,
+    stderr,
+)
+from memlane.models.store.users.export import TABLES
 
 app = typer.Typer(
     help="Users as a whole: erase, export, import; delete one of their conversations.",
@@ -84,15 +95,39 @@ def import_(
     ] = False,
     as_json: AsJson = False,
 ) -> None:
-    """Import an export, ids kept; refused when the store holds some of its ids, unless
-    --merge (which keeps the stored ones and adds the rest)."""
-    with lane_session() as lane:
+    """Import an export, ids kept; refused when the user holds some of its ids, unless
+    --merge (which keeps the stored ones and adds the rest). Every row is checked
+    before anything is written (an error names the line and field). Rows whose ids
+    another user of this store holds are imported under new ids (a copy); active
+    memories a stored one already says, or that a purge keeps out, are left out."""
+    with progress_bar() as bar, lane_session() as lane:
         if str(file) == "-":
-            counts = lane.import_user(sys.stdin.buffer, user_id=user, merge=merge)
+            lines = _counted(sys.stdin.buffer, bar, None)
+            counts = lane.import_user(lines, user_id=user, merge=merge)
         else:
-            with file.open("rb") as lines:
+            with file.open("rb") as source:
+                total = sum(1 for _ in source)
+                source.seek(0)
+                lines = _counted(source, bar, total)
                 counts = lane.import_user(lines, user_id=user, merge=merge)
-    added = ", ".join(f"{n} {table}" for table, n in counts.items() if n)
-    stderr.print(f"imported {added or 'nothing new'}")
+        bar.stop()
+    added = ", ".join(f"{n} {table}" for table, n in counts.items() if n and table in TABLES)
+    details = {what: n for what, n in counts.items() if what not in TABLES}
+    also = "".join(f"; {n} {what.replace('_', ' ')}" for what, n in details.items())
+    stderr.print(f"imported {added or 'nothing new'}{also}")
     if as_json:
-        print_json({"imported": counts})
+        print_json(
+            {"imported": {t: n for t, n in counts.items() if t in TABLES}, "details": details}
+        )
+
+
+def _counted(lines: Iterable[bytes], bar: Progress, total: int | None) -> Iterator[bytes]:
+    """The lines, read and checked one by one, the bar following every thousandth (the
+    rows are written once all are checked, in one transaction)."""
+    reading = bar.add_task("checking", total=total, unit="lines")
+    count = 0
+    for count, line in enumerate(lines, start=1):
+        if count % 1000 == 0:
+            bar.update(reading, completed=count)
+        yield line
+    bar.update(reading, completed=count, total=count)

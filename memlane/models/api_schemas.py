@@ -94,3 +94,11 @@ class ConversationDeletedOut(BaseModel):
 class ImportedOut(BaseModel):
     user_id: str
     imported: dict[str, int] = Field(description="rows added per table")
+    details: dict[str, int] = Field(
+        default_factory=dict,
+        description="what else the import did, when it did: stored_rows_kept (merge kept "
+        "the stored rows of ids the user holds), copied_with_new_ids (rows whose ids "
+        "another user of this store holds, imported under new ids), duplicate_memories "
+        "and purged_memories (left out: a stored memory already says it, or a purge "
+        "keeps it out)",
+    )

@@ -268,7 +268,9 @@ class MemoryCuration:
         re-embeds it; expires_at=None clears the expiry), tier, status and sensitive,
         given as a MemoryPatch, a mapping or keywords. Left out (or None): kept.
         Restoring (status active) comes first, so a forgotten memory can be restored and
-        corrected at once; forgetting or quarantining comes last."""
+        corrected at once; forgetting or quarantining comes last. A new content that
+        another active memory already says (the dedup rule) is refused (ConflictError):
+        an edit makes no second copy of a fact."""
         given = dict(
             patch.model_dump(include=patch.model_fields_set)
             if isinstance(patch, MemoryPatch)
@@ -298,6 +300,16 @@ class MemoryCuration:
             memory_id = public.id
             if status == "active":
                 public = memory_changes.set_status(session, user_id, memory_id, "active", actor=who)
+            if correction.content is not None and new_words is not None:
+                memory_changes.refuse_duplicate(
+                    session,
+                    user_id,
+                    memory_id,
+                    correction.content,
+                    new_words,
+                    threshold=self.settings.dedup_threshold,
+                    min_keywords=self.settings.dedup_min_keywords,
+                )
             if correction.model_fields_set:
                 public = memory_changes.edit(
                     session,

@@ -7,13 +7,20 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy.exc import IntegrityError
+
 from memlane.models.db import unit_of_work
 from memlane.models.store.users import export as user_export
-from memlane.pipeline.errors import InvalidInputError
+from memlane.pipeline.errors import ConflictError, InvalidInputError
 from memlane.service.input_checks import check_text, checked
 
 if TYPE_CHECKING:
+    from memlane.config.settings import Settings
     from memlane.workers.embedders import Embedder
+
+# A row is one memory, message or event; a vector of 8,192 floats is the longest
+# (~200 KB). A longer line is no export of ours.
+MAX_LINE_CHARS = 1_000_000
 
 
 class UserTransfer:
@@ -21,6 +28,7 @@ class UserTransfer:
 
     if TYPE_CHECKING:
         url: str
+        settings: Settings
 
         @property
         def embedder(self) -> Embedder: ...
@@ -42,41 +50,73 @@ class UserTransfer:
         user_id: str | None = None,
         merge: bool = False,
     ) -> dict[str, int]:
-        """Import an export (its lines) as `user_id` (default: the exported user), in one
-        transaction; the rows added per table. Ids and short ids are kept (short ids are
-        renumbered when the user already uses them); an id the store holds already
+        """Import an export (its lines) as `user_id` (default: the exported user; either
+        stripped, as every door reads a user id), in one transaction: every row is
+        validated first (InvalidInputError naming the line and field; nothing written).
+        Returns the rows added per table, and when nonzero `stored_rows_kept`,
+        `copied_with_new_ids`, `duplicate_memories`, `purged_memories`
+        (user_export.LEFT_OUT_COUNTS). Ids and short ids are kept (short ids are
+        renumbered when the user already uses them); an id the user holds already
         refuses the import (ConflictError) unless `merge`, which keeps what is stored
-        and adds the rest. Vectors are kept when they are of this lane's embedder, else
-        computed with it."""
+        and adds the rest; an id another user holds is given a new id (a copy:
+        models/store/users/import_owners.py). Active memories the dedup rule or a
+        purge's fingerprint keeps out are left out. Vectors are kept when they are of
+        this lane's embedder, else computed with it."""
         parsed = (_parse(number, line) for number, line in enumerate(lines, start=1))
-        records = (record for record in parsed if record is not None)
-        header = next(records, None)
-        if header is None:
+        records = (item for item in parsed if item is not None)
+        first = next(records, None)
+        if first is None:
             raise InvalidInputError("an export starts with its header line; this one is empty")
-        exported = user_export.read_header(header)
-        target = user_id if user_id is not None else exported
-        check_text(target, "user_id")
+        exported = user_export.read_header(first[1])
+        target = check_text(user_id, "user_id") if user_id is not None else exported
         embedder = self.embedder
-        with unit_of_work(self.url) as session:
-            counts = user_export.import_rows(
-                session,
-                records,
-                user_id=target,
-                merge=merge,
-                embedder=(embedder.name, embedder.dim),
-                embed=embedder.embed,
-            )
+        settings = self.settings
+        try:
+            with unit_of_work(self.url) as session:
+                counts = user_export.import_rows(
+                    session,
+                    records,
+                    user_id=target,
+                    exported=exported,
+                    merge=merge,
+                    embedder=(embedder.name, embedder.dim),
+                    embed=embedder.embed,
+                    dedup=(settings.dedup_threshold, settings.dedup_min_keywords),
+                )
+        except IntegrityError as exc:
+            # The checks above should leave none; if one is left, it is still the file's
+            # fault, and nothing was written (the transaction rolled back).
+            raise ConflictError(
+                f"the store refused a row of this export ({type(exc.orig).__name__}); "
+                "nothing was imported"
+            ) from None
         return counts  # working sets follow through the change feed, as for any write
 
 
-def _parse(number: int, line: str | bytes) -> dict[str, Any] | None:
-    text = line.decode("utf-8") if isinstance(line, bytes) else line
+def _parse(number: int, line: str | bytes) -> tuple[int, dict[str, Any]] | None:
+    if isinstance(line, bytes):
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInputError(
+                f"line {number}: not UTF-8 (byte {exc.start + 1} is {line[exc.start]:#04x}); "
+                "an export is UTF-8 text"
+            ) from None
+    else:
+        text = line
     if not text.strip():
         return None
+    if len(text) > MAX_LINE_CHARS:
+        raise InvalidInputError(
+            f"line {number}: {len(text):,} characters; a line of an export holds at most "
+            f"{MAX_LINE_CHARS:,}"
+        )
     try:
         record = json.loads(text)
+    except RecursionError:
+        raise InvalidInputError(f"line {number}: nested too deeply to be an exported row") from None
     except ValueError as exc:
         raise InvalidInputError(f"line {number}: not JSON ({exc})") from None
     if not isinstance(record, dict):
         raise InvalidInputError(f"line {number}: not a JSON object")
-    return record
+    return number, record

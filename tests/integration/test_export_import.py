@@ -110,8 +110,12 @@ def test_stored_ids_refuse_an_import_unless_merged(sqlite_url: str, tmp_path: Pa
         merged = target.import_user(list(source.export_user("u1")), merge=True)
         assert (merged["memories"], merged["soul_blocks"]) == (1, 0)
         assert {m.id for m in target.list_memories("u1")} == {a.id, b.id}
-        with pytest.raises(ConflictError):  # ids are unique across users of a store
-            target.import_user(lines, user_id="u9")
+        # ids are unique across users of a store: another user's import is a copy
+        copied = target.import_user(lines, user_id="u9")
+        assert copied["memories"] == 1 and copied["copied_with_new_ids"] == 1
+        (copy,) = target.list_memories("u9")
+        assert copy.content == a.content and copy.id not in {a.id, b.id}
+        assert {m.id for m in target.list_memories("u1")} == {a.id, b.id}
         with pytest.raises(InvalidInputError, match="not a memlane export"):
             target.import_user(['{"kind": "memories", "row": {}}'])
         with pytest.raises(InvalidInputError, match="line 2"):
@@ -183,3 +187,22 @@ def test_the_cli_and_the_api_export_and_import(sqlite_url: str, tmp_path: Path) 
         merged = into.post("/v1/users/u1/import?merge=true", content=answer.content)
         assert merged.status_code == 200
         assert [m.content for m in target.list_memories("u1")] == ["Drinks oolong after lunch."]
+
+
+def test_a_copy_as_another_user_on_the_same_store_gives_the_same_contexts(
+    pg: str, now: datetime
+) -> None:
+    with Memlane(load_settings(database_url=pg)) as lane:
+        fill(lane)
+        expected = contexts(lane, now)
+        counts = lane.import_user(list(lane.export_user("u1", messages=True)), user_id="u9")
+        assert counts["episodes"] == 3 and counts["conversations"] == 3
+        copied = [lane.assemble("u9", q, budget_tokens=600, now=now).text for q in QUERIES]
+        # the same items (equal scores may order differently: ties go by id, and ids differ)
+        assert [sorted(t.replace('"u9"', '"u1"').splitlines()) for t in copied] == [
+            sorted(t.splitlines()) for t in expected
+        ]
+        assert contexts(lane, now) == expected  # u1 untouched
+        lane.erase_user("u9")
+        assert contexts(lane, now) == expected
+        lane.delete_conversation("u1", "c1")  # u1's own conversation, not the copy's

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memlane.api.deps import Actor, Lane, UserId, v1_router
 from memlane.models.api_schemas import ConversationDeletedOut, ErasedOut, ImportedOut, LiftedOut
+from memlane.models.store.users.export import TABLES
 
 router = v1_router()
 
@@ -78,11 +79,14 @@ async def import_user(
         bool, Query(description="keep what is stored for ids the store holds, add the rest")
     ] = False,
 ) -> ImportedOut:
-    """Import an export as this user, ids kept; 409 when the store holds some of its ids
-    (unless `merge`). The body limit (MEMLANE_MAX_BODY_BYTES) applies: import a large
-    user with the CLI."""
+    """Import an export as this user, ids kept (another user's ids: a copy under new
+    ids); every row is validated first (422 naming the line and field, nothing written);
+    409 when the user holds some of its ids (unless `merge`). The body limit
+    (MEMLANE_MAX_BODY_BYTES) applies: import a large user with the CLI."""
     body = await request.body()
     counts = await run_in_threadpool(
         lane.import_user, body.splitlines(), user_id=user_id, merge=merge
     )
-    return ImportedOut(user_id=user_id, imported=counts)
+    imported = {k: n for k, n in counts.items() if k in TABLES}
+    details = {k: n for k, n in counts.items() if k not in TABLES}
+    return ImportedOut(user_id=user_id.strip(), imported=imported, details=details)

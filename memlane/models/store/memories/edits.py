@@ -17,10 +17,12 @@ from memlane.models.schemas import EventKind, MemoryEdit, MemoryPublic
 from memlane.models.store.memories import events as memory_events
 from memlane.models.store.memories import fingerprints, keyword_index
 from memlane.models.store.memories.memories import get
+from memlane.models.store.reads import dedup as dedup_reads
 from memlane.models.store.rows import to_public
 from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.dedup.keywords import keywords as keywords_of
+from memlane.pipeline.dedup.plan import duplicate_of
 from memlane.pipeline.errors import ConflictError
 from memlane.pipeline.records import MemoryStatus, Tier
 
@@ -169,6 +171,30 @@ def edit(
         # a re-embedding in progress embedded the old content
         row.embedding_next = row.embedding_next_model = row.embedding_next_dim = None
     return _changed(session, row, "edited", actor, now, {"changes": found})
+
+
+def refuse_duplicate(
+    session: Session,
+    user_id: str,
+    memory_id: str,
+    content: str,
+    words: frozenset[str],
+    *,
+    threshold: float,
+    min_keywords: int,
+) -> None:
+    """ConflictError when another active memory of the user already says `content` (the
+    dedup rule, as `add` reads it): an edit does not make a second copy of a fact."""
+    known = dedup_reads.candidates(
+        session, user_id, [(content, words)], threshold=threshold, min_keywords=min_keywords
+    )
+    others = [k for k in known if k.id != memory_id and k.status == "active"]
+    match = duplicate_of(content, words, others, threshold=threshold, min_keywords=min_keywords)
+    if match is not None:
+        raise ConflictError(
+            f"memory {match.id} (#{match.ref}) already says this: keep that one and forget "
+            "this one, or edit this one to say something else"
+        )
 
 
 def confirm(

@@ -93,12 +93,13 @@ ORDER BY e.n"""
 
 
 def history(session: Session, user_id: str, memory_id: str) -> list[MemoryEvent]:
-    """The memory's events, oldest first. `memory_id` is a full id (the only way to name
-    a purged memory, whose `purged` event stays)."""
+    """The memory's events, oldest first: by time, then as written (an import writes
+    an old history after a newer event, such as the `purged` a purge leaves). `memory_id`
+    is a full id (the only way to name a purged memory, whose `purged` event stays)."""
     rows = session.scalars(
         select(MemoryEventRow)
         .where(MemoryEventRow.user_id == user_id, MemoryEventRow.memory_id == memory_id)
-        .order_by(MemoryEventRow.id)
+        .order_by(MemoryEventRow.at, MemoryEventRow.id)
     ).all()
     if not rows:
         raise NotFoundError(f"user {user_id!r} has no memory {memory_id!r} and no history of one")

@@ -8,19 +8,27 @@ their keywords and vectors), their history, episodes, procedures, soul blocks, a
 floats (float32 values, exact in JSON). What a store makes for itself is left out and
 made again on import: the keyword index, the change numbers, event and message row ids.
 Jobs and context packs are not exported: they describe work done in the old store.
+
+An import is a door like the others: each row is read by a strict schema
+(import_rows.py), placed among the target user's own data (import_owners.py: another
+user's ids are copied under new ones) and screened by the dedup rule and the purges'
+fingerprints (import_screen.py), all before the first row is written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
+from memlane.models.schemas import UserIdIn
 from memlane.models.store.memories import keyword_index, memories, refs
 from memlane.models.store.users import change_feed as changes
+from memlane.models.store.users import import_owners, import_screen
+from memlane.models.store.users import import_rows as import_rows_schema
 from memlane.models.tables import (
     Conversation,
     Embedding,
@@ -57,6 +65,16 @@ _LEFT_OUT = {
 _ROW_IDS = {"memory_events", "messages"}  # their ids are the store's own counters
 _WITH_REF = ("memories", "episodes", "procedures")
 
+_BATCH = 500
+_USER_ID: TypeAdapter[str] = TypeAdapter(UserIdIn)
+# What import_rows counts beside the rows added per table (TABLES).
+LEFT_OUT_COUNTS = (
+    "stored_rows_kept",
+    "copied_with_new_ids",
+    "duplicate_memories",
+    "purged_memories",
+)
+
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
@@ -76,14 +94,6 @@ def _out(column: Any, value: Any) -> Any:
         return value.isoformat()
     if isinstance(column.type, Embedding):
         return [float(x) for x in value]
-    return value
-
-
-def _in(column: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(column.type, UTCDateTime):
-        return datetime.fromisoformat(value)
     return value
 
 
@@ -109,66 +119,77 @@ def export_rows(session: Session, user_id: str, *, messages: bool) -> Iterator[d
 
 
 def read_header(record: dict[str, Any]) -> str:
-    """The exported user's id, from the first line."""
+    """The exported user's id, from the first line, read as every door reads a user id."""
     if record.get("kind") != FORMAT or record.get("version") != VERSION:
         raise InvalidInputError(
             f"line 1: not a memlane export (version {VERSION}): starts with {record.get('kind')!r}"
         )
-    return str(record["user_id"])
+    user_id = record.get("user_id")
+    if not isinstance(user_id, str):
+        raise InvalidInputError("line 1: user_id: the header names the exported user")
+    try:
+        return _USER_ID.validate_python(user_id)
+    except ValidationError as exc:
+        problem = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise InvalidInputError(f"line 1: user_id: {problem}") from None
 
 
 def import_rows(
     session: Session,
-    records: Iterable[dict[str, Any]],
+    records: Iterable[tuple[int, dict[str, Any]]],
     *,
     user_id: str,
+    exported: str,
     merge: bool,
     embedder: tuple[str, int],
     embed: Embed,
+    dedup: tuple[float, int],
 ) -> dict[str, int]:
-    """Insert the exported rows as the user's, under the user's lock; the rows added per
-    table. Rows whose id the store holds already refuse the import (ConflictError)
-    unless `merge`, which keeps the stored ones and adds the rest. Vectors of another
-    embedder than `embedder` (name, dim), or none, are computed with `embed`."""
+    """Insert the exported rows (line number, record) as the user's, under the user's
+    lock; the rows added per table, and what was left out (LEFT_OUT_COUNTS). Every row is
+    validated (import_rows.py) and placed (import_owners.py: a row of another user's is
+    copied under a new id) before anything is written. Rows whose id the user holds
+    already refuse the import (ConflictError) unless `merge`, which keeps the stored
+    ones and adds the rest; active memories the dedup rule or a purge's fingerprint
+    keeps out are left out (import_screen.py). Vectors of another embedder than
+    `embedder` (name, dim), or none, are computed with `embed`. `dedup`: the dedup
+    threshold and minimum keywords."""
     memories.user_lock(session, user_id)
-    by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in TABLES}
-    for number, record in enumerate(records, start=2):
-        kind = record.get("kind")
-        if kind not in TABLES or not isinstance(record.get("row"), dict):
-            raise InvalidInputError(f"line {number}: not an exported row: kind {kind!r}")
-        known = {c.name: c for c in _columns(kind)}
-        row = record["row"]
-        unknown = set(row) - set(known)
-        if unknown:
-            raise InvalidInputError(f"line {number}: {kind} has no column {sorted(unknown)}")
-        values = {name: _in(known[name], value) for name, value in row.items()}
-        if "user_id" in known:
-            values["user_id"] = user_id
-        by_kind[kind].append(values)
-    _drop_taken(session, by_kind, user_id=user_id, merge=merge)
+    by_kind = import_rows_schema.read_all(records, exported=exported, tables=TABLES)
+    remapped = import_owners.place(session, by_kind, user_id=user_id, copy=user_id != exported)
+    taken = _drop_taken(session, by_kind, user_id=user_id, merge=merge)
+    threshold, min_keywords = dedup
+    left_out = import_screen.screen(
+        session, by_kind, user_id=user_id, threshold=threshold, min_keywords=min_keywords
+    )
     _renumber_if_taken(session, by_kind, user_id)
     _embed_where_needed(by_kind, embedder, embed)
     number = changes.stamp(session, user_id)
     counts: dict[str, int] = {}
+    words = {values["id"]: values.get("keywords") or () for values in by_kind["memories"]}
     for kind, table in TABLES.items():
-        rows = by_kind[kind]
+        rows, by_kind[kind] = by_kind[kind], []
+        columns = table.__table__.columns
         for values in rows:
-            if "change_seq" in table.__table__.columns:
+            values.pop(import_rows_schema.LINE, None)
+            if "user_id" in columns:
+                values["user_id"] = user_id
+            if "change_seq" in columns:
                 values["change_seq"] = number
-            session.add(table(**values))
-        session.flush()
+        # Core inserts in batches: no ORM object per row held to the commit (a 30,000
+        # memory import stays in bounded memory; bench figures in the README).
+        for start in range(0, len(rows), _BATCH):
+            session.execute(insert(table), rows[start : start + _BATCH])
         counts[kind] = len(rows)
-    keyword_index.index(
-        session,
-        user_id,
-        {values["id"]: values.get("keywords") or () for values in by_kind["memories"]},
-    )
-    return counts
+        del rows
+    keyword_index.index(session, user_id, words)
+    extra = {"stored_rows_kept": taken, "copied_with_new_ids": remapped, **left_out}
+    return counts | {key: n for key, n in extra.items() if n}
 
 
 def _drop_taken(
     session: Session, by_kind: dict[str, list[dict[str, Any]]], *, user_id: str, merge: bool
-) -> None:
+) -> int:
     """Rows whose ids the store has: refused, or with `merge` left out (with the history
     and messages of what is left out)."""
     taken: dict[str, set[Any]] = {}
@@ -187,6 +208,13 @@ def _drop_taken(
         ProcedureRow.user_id == user_id, ProcedureRow.name.in_(names)
     )
     taken["procedure names"] = set(session.scalars(stored_names))
+    # a purged memory's event, exported without its memory: stored once already?
+    in_file = {v["id"] for v in by_kind["memories"]}
+    orphans = sorted({v["memory_id"] for v in by_kind["memory_events"]} - in_file)
+    stored_orphans = select(MemoryEventRow.memory_id).where(
+        MemoryEventRow.user_id == user_id, MemoryEventRow.memory_id.in_(orphans)
+    )
+    taken["purged memories' events"] = set(session.scalars(stored_orphans)) if orphans else set()
     clashes = {kind: ids for kind, ids in taken.items() if ids}
     if clashes and not merge:
         listed = "; ".join(
@@ -201,6 +229,7 @@ def _drop_taken(
         gone = taken[against or kind]
         by_kind[kind] = [v for v in by_kind[kind] if v[key] not in gone]
 
+    before = sum(len(rows) for rows in by_kind.values())
     keep("conversations", "id")
     keep("messages", "conversation_id", "conversations")
     keep("memories", "id")
@@ -209,6 +238,8 @@ def _drop_taken(
     keep("procedures", "id")
     keep("procedures", "name", "procedure names")
     keep("soul_blocks", "kind")
+    keep("memory_events", "memory_id", "purged memories' events")
+    return before - sum(len(rows) for rows in by_kind.values())
 
 
 def _renumber_if_taken(
