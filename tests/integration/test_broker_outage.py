@@ -22,8 +22,8 @@ from tests.llm_stub import LLMStub
 
 pytestmark = pytest.mark.timeout(150)
 
-KILLS = 3
-IN_FLIGHT = 8
+KILLS = 5
+IN_FLIGHT = 32  # the Procfile's extract threads; with fewer the race is rarer
 
 
 def kill(server: RedisServer) -> None:
@@ -33,21 +33,20 @@ def kill(server: RedisServer) -> None:
     server.proc = None
 
 
-@pytest.mark.parametrize("pool", ["threads", "prefork"])
 def test_redis_killed_under_unacknowledged_tasks_leaves_the_worker_up(
-    pg: str, tmp_path: Path, pool: str
+    pg: str, tmp_path: Path
 ) -> None:
     server = RedisServer(free_port(), tmp_path)
     server.start()
     worker = None
     try:
         with LLMStub() as stub:
-            stub.delay_s = 1.5  # every task waits on the model when Redis dies
+            stub.delay_s = 3.0  # every task waits on the model when Redis dies
             stub.answer(memories=[])
             settings = llm_settings(stub, stuck_after_s="5", sweep_every_s="1")
             worker = WorkerProcess(
                 fleet_env(pg, server.url, **settings),
-                pool=pool,
+                pool="threads",
                 concurrency=IN_FLIGHT,
                 log_dir=tmp_path,
                 beat=True,
