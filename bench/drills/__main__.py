@@ -1,9 +1,9 @@
 """Run the fault drills, one after another: `python -m bench.drills [name ...]`.
 
-Names: bad_input, kill_worker, redis_restart, flaky_llm, tenant_isolation,
-sustained_load, slow_consumer (the default: all of these, about 20 minutes on a 2-core
-machine) and pg_restart, run only when named: it restarts the PostgreSQL server, which
-every other user of that server notices. Exit 0 when every drill passed.
+Names: bad_input, kill_worker, redis_restart, broker_outage, database_outage, flaky_llm,
+tenant_isolation, sustained_load, slow_consumer (the default: all of these, about 25
+minutes on a 2-core machine) and pg_restart, run only when named: it restarts the
+PostgreSQL server, which every other user of that server notices. Exit 0 when every drill passed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ DEFAULT = (
     "bad_input",
     "kill_worker",
     "redis_restart",
+    "broker_outage",
+    "database_outage",
     "flaky_llm",
     "tenant_isolation",
     "sustained_load",

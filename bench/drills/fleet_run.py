@@ -48,6 +48,7 @@ def run_corpus(
     damage: Damage | None = None,
     timeout: float = 600.0,
     enqueue_threads: int = 4,
+    extract_concurrency: int = 8,
     **settings: str,
 ) -> RunResult:
     """Truncate, start the fleet (with beat), enqueue `corpus` from a few threads, and
@@ -61,7 +62,12 @@ def run_corpus(
     with (
         tempfile.TemporaryDirectory() as logs,
         running_fleet(
-            db_url, broker_url, Path(logs), settings={**DRILL_SETTINGS, **settings}, beat=True
+            db_url,
+            broker_url,
+            Path(logs),
+            settings={**DRILL_SETTINGS, **settings},
+            beat=True,
+            extract_concurrency=extract_concurrency,
         ) as fleet,
     ):
         lane = Memlane(load_settings(database_url=db_url, broker_url=broker_url))

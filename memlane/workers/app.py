@@ -3,6 +3,7 @@ it, not at import; database engines are built per worker process after the fork.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from memlane.config import startup
@@ -21,6 +22,7 @@ from celery.signals import (  # noqa: E402
     celeryd_init,
     worker_process_init,
 )
+from celery.worker.consumer import Consumer as _CeleryConsumer  # noqa: E402
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -52,6 +54,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         # entirely; it must exceed the hard time limit.
         "broker_transport_options": {"visibility_timeout": max(300, hard_limit * 2)},
         "broker_connection_retry_on_startup": True,
+        # survives the loss of the broker with messages unacknowledged (OutageSafeConsumer)
+        "worker_consumer": "memlane.workers.app:OutageSafeConsumer",
         # Flower sees tasks only when workers and clients send events.
         "worker_send_task_events": True,
         "task_send_sent_event": True,
@@ -60,6 +64,66 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         },
         "timezone": "UTC",
     }
+
+
+log = logging.getLogger("memlane.worker")
+
+
+class OutageSafeConsumer(_CeleryConsumer):  # type: ignore[misc]
+    """Celery's consumer, minus one way a broker outage ends the worker process.
+
+    On a lost broker connection, Celery 5.7 (`on_connection_error_after_connected`)
+    first `collect()`s the connection, which clears its transport's client, then
+    `close()`s it: closing the default channel restores its unacknowledged messages, which
+    asks that cleared client for Redis's address and raises AttributeError("'NoneType'
+    object has no attribute 'hostname'") from kombu's redis `Channel._connparams`. The
+    error is not a connection error, so `ignore_errors` lets it through and the worker
+    exits ("Unrecoverable error"). It happens only with messages in flight, so most with
+    the 32-thread extract worker, but prefork workers hit it too (bench.drills.broker_outage).
+    Here that close of an already collected connection is best effort: the broker is away,
+    so the restore could not have run anyway; the unacknowledged messages come back after
+    the visibility timeout, or through the stuck sweep if Redis lost them.
+
+    The same cleared client fails the ack of a task delivered before the loss and finished
+    after it (the ack runs on the consumer's loop once it reconnects): that ack is dropped
+    with a warning instead. Its message comes back as above, and its job row, done, makes
+    the redelivered task a no-op.
+    """
+
+    def call_soon_ack(self, p: Any, *args: Any, **kwargs: Any) -> Any:
+        return super().call_soon_ack(_ack_unless_collected(p), *args, **kwargs)
+
+    def on_connection_error_after_connected(self, exc: Exception) -> None:
+        connection = self.connection
+        if connection is not None:
+            close = connection.close
+
+            def close_what_is_left() -> None:
+                try:
+                    close()
+                except AttributeError as error:  # the transport collected: see above
+                    log.warning("broker connection closed without restoring: %r", error)
+
+            connection.close = close_what_is_left
+        super().on_connection_error_after_connected(exc)
+
+
+def _ack_unless_collected(ack: Any) -> Any:
+    """`ack` (a message's ack_log_error or reject_log_error), except when the message came
+    through a broker connection that was collected since (OutageSafeConsumer)."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return ack(*args, **kwargs)
+        except AttributeError as error:
+            channel = getattr(getattr(ack, "__self__", None), "channel", None)
+            transport = getattr(channel, "connection", None)
+            if channel is not None and getattr(transport, "client", None) is not None:
+                raise  # not the collected connection's: a real bug
+            log.warning("not acknowledged (its broker connection is gone): %r", error)
+            return None
+
+    return call
 
 
 class _LazyConfig:

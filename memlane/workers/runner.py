@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from memlane.config.settings import Settings
@@ -52,6 +53,18 @@ class StageOutcome:
     detail: str = ""
 
 
+class DatabaseLost(Exception):
+    """The database went away while a stage held its job (claimed at `held_since`, the
+    claim's started_at): the caller retries the stage with `held_since`, whose first act,
+    once the database answers again, is to release that claim (jobs.release). Without it
+    the job stays `running` until the stuck sweep, as the retry's claim finds it held."""
+
+    def __init__(self, job_id: str, held_since: datetime) -> None:
+        super().__init__(f"the database went away while job {job_id} was running")
+        self.job_id = job_id
+        self.held_since = held_since
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 
@@ -71,9 +84,44 @@ def _describe(exc: BaseException) -> str:
     return text
 
 
-def run_extract(job_id: str, settings: Settings) -> StageOutcome:
+def _release(url: str, job_id: str, held_since: datetime | None, now: datetime) -> None:
+    """The claim an earlier run of this stage lost the database with, back to queued."""
+    if held_since is None:
+        return
+    try:
+        one_statement(
+            url, lambda session: jobs.release(session, job_id, held_since=held_since, now=now)
+        )
+    except OperationalError as exc:  # still away: the old claim is still the one held
+        raise DatabaseLost(job_id, held_since) from exc
+
+
+def run_extract(
+    job_id: str, settings: Settings, *, held_since: datetime | None = None
+) -> StageOutcome:
+    """The extract stage; `held_since`: the claim of an earlier run that lost the database
+    (DatabaseLost), released first. Raises DatabaseLost when the database goes away."""
     url = settings.resolved_database_url
     now = utcnow()
+    _release(url, job_id, held_since, now)
+    try:
+        outcome = _extract(job_id, settings, url, now)
+        if outcome.next == "skipped" and held_since is not None:
+            # the hand-over may have been written before the connection broke
+            outcome = _handed_over_already(url, job_id) or outcome
+        return outcome
+    except OperationalError as exc:
+        # A claim whose reply was lost may have been made too: `now` names it either way.
+        raise DatabaseLost(job_id, now) from exc
+
+
+def _handed_over_already(url: str, job_id: str) -> StageOutcome | None:
+    with unit_of_work(url) as session:
+        stage = jobs.running_stage(session, job_id)
+    return StageOutcome("store") if stage == ("queued", "store") else None
+
+
+def _extract(job_id: str, settings: Settings, url: str, now: datetime) -> StageOutcome:
     # The claim and the hand-over are one statement each (on PostgreSQL), so neither
     # needs a transaction of its own (db.one_statement).
     claimed = one_statement(
@@ -153,11 +201,24 @@ def run_extract(job_id: str, settings: Settings) -> StageOutcome:
     return one_statement(url, hand_over)
 
 
-def run_store(job_id: str, settings: Settings) -> StageOutcome:
+def run_store(
+    job_id: str, settings: Settings, *, held_since: datetime | None = None
+) -> StageOutcome:
+    """The store stage; `held_since` as for run_extract. Raises DatabaseLost when the
+    database goes away."""
     url = settings.resolved_database_url
+    now = utcnow()
+    _release(url, job_id, held_since, now)
+    try:
+        return _store(job_id, settings, url, now)
+    except OperationalError as exc:
+        raise DatabaseLost(job_id, now) from exc
+
+
+def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOutcome:
     with unit_of_work(url) as session:
         claimed = job_windows.claim_with_times(
-            session, job_id, now=utcnow(), stale_after=_stale(settings)
+            session, job_id, now=now, stale_after=_stale(settings)
         )
         if claimed is None:
             return StageOutcome("skipped")
@@ -258,6 +319,8 @@ def run_store(job_id: str, settings: Settings) -> StageOutcome:
         return _retry_or_fail(
             settings, job_id, exc, attempts, settings.llm_max_retries + 1, exc.retry_after
         )
+    except OperationalError:
+        raise  # the database went away: not the job's failure (run_store)
     except Exception as exc:
         log.exception("store job %s failed", job_id)
         return _fail(settings, job_id, exc)

@@ -3,9 +3,12 @@ so Redis and Flower never see user content."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from celery import Task
+from celery.utils.time import get_exponential_backoff_interval
 from sqlalchemy.exc import OperationalError
 
 from memlane.config.settings import get_settings
@@ -23,22 +26,45 @@ _DB_RETRY: dict[str, Any] = {
 }
 
 
-def _follow(task: Task, outcome: runner.StageOutcome, job_id: str) -> str:
-    if outcome.next == "retry":
-        raise task.retry(countdown=outcome.retry_in, max_retries=None)
+# A stage that lost the database while holding its job retries until it is back (the
+# backoff capped so the job resumes soon after), then releases its claim and runs again;
+# past these retries (10+ minutes), the stuck sweep takes the job back.
+_HELD_RETRY_MAX_S = 10
+_HELD_MAX_RETRIES = 60
+
+Stage = Callable[..., runner.StageOutcome]
+
+
+def _run(task: Task, stage: Stage, job_id: str, held_since: str | None) -> str:
+    held = datetime.fromisoformat(held_since) if held_since else None
+    try:
+        outcome = stage(job_id, get_settings(), held_since=held)
+    except runner.DatabaseLost as lost:
+        countdown = get_exponential_backoff_interval(
+            factor=1, retries=task.request.retries, maximum=_HELD_RETRY_MAX_S, full_jitter=True
+        )
+        raise task.retry(
+            kwargs={"held_since": lost.held_since.isoformat()},
+            exc=lost,
+            countdown=countdown,
+            max_retries=_HELD_MAX_RETRIES,
+        ) from lost
+    if outcome.next == "retry":  # the job row was requeued: nothing held
+        raise task.retry(kwargs={}, countdown=outcome.retry_in, max_retries=None)
     if outcome.next == "store":
         store.apply_async((job_id,))
     return outcome.next
 
 
 @app.task(name="memlane.extract", bind=True, **_DB_RETRY)
-def extract(self: Task, job_id: str) -> str:
-    return _follow(self, runner.run_extract(job_id, get_settings()), job_id)
+def extract(self: Task, job_id: str, held_since: str | None = None) -> str:
+    """held_since: set by the task's own retry after the database went away (DatabaseLost)."""
+    return _run(self, runner.run_extract, job_id, held_since)
 
 
 @app.task(name="memlane.store", bind=True, **_DB_RETRY)
-def store(self: Task, job_id: str) -> str:
-    return _follow(self, runner.run_store(job_id, get_settings()), job_id)
+def store(self: Task, job_id: str, held_since: str | None = None) -> str:
+    return _run(self, runner.run_store, job_id, held_since)
 
 
 @app.task(name="memlane.record_access", **_DB_RETRY)

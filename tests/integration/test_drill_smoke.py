@@ -18,6 +18,10 @@ from bench.common import DB_SUFFIX, ROOT
 pytestmark = pytest.mark.timeout(300)
 
 ARGS = {
+    "database_outage": [
+        "--users", "2", "--per-user", "3", "--outage", "3", "--llm-delay", "1",
+        "--resume-within", "30",
+    ],
     "pg_restart": [
         "--users", "2", "--per-user", "2", "--pace", "0.05", "--settle", "0.5",
         "--restart-command",

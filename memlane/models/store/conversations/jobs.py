@@ -113,6 +113,20 @@ CLAIM = (
     )
     .returning(*(_J[f.name] for f in fields(Claimed)))
 )
+# RELEASE's parameters: job_id, held_since (the claim's `now`, its started_at), now.
+_RELEASE = (
+    update(_JOBS)
+    .where(
+        _J.id == bindparam("job_id"),
+        _J.status == "running",
+        _J.started_at == bindparam("held_since", type_=_AT),
+    )
+    .values(
+        status="queued",
+        attempts=_J.attempts - 1,  # the outage was not the job's attempt
+        updated_at=bindparam("now", type_=_AT),
+    )
+)
 _RUNNING_STAGE = select(_J.status, _J.stage).where(_J.id == bindparam("job_id"))
 _HAND_OVER = (
     update(_JOBS)
@@ -146,6 +160,15 @@ def claim(
         CLAIM, {"job_id": job_id, "b_stage": stage, "now": now, "stale_before": now - stale_after}
     ).one_or_none()
     return None if row is None else Claimed(*row)
+
+
+def release(session: Session, job_id: str, *, held_since: datetime, now: datetime) -> bool:
+    """A claim whose stage lost the database back to queued, so the stage's retry (or any
+    message of the job) can claim it at once instead of after the stuck sweep. Only the
+    claim made at `held_since` (its started_at): a later claim, by the sweep's message or
+    another worker, is not touched. False when there was nothing to release."""
+    result = session.execute(_RELEASE, {"job_id": job_id, "held_since": held_since, "now": now})
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def running_stage(session: Session, job_id: str) -> tuple[str, str] | None:
