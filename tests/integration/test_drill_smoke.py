@@ -18,8 +18,10 @@ from bench.common import DB_SUFFIX, ROOT
 pytestmark = pytest.mark.timeout(300)
 
 ARGS = {
+    # answers slow enough that jobs are still running when the database goes away, even
+    # when a loaded machine is slow to start the outage (at 1 s, a CI run found none)
     "database_outage": [
-        "--users", "2", "--per-user", "3", "--outage", "3", "--llm-delay", "1",
+        "--users", "2", "--per-user", "4", "--outage", "3", "--llm-delay", "5",
         "--resume-within", "30",
     ],
     "pg_restart": [
