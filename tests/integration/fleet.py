@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import func, select
 
@@ -17,6 +18,18 @@ from memlane.models.db import unit_of_work
 from memlane.models.tables import Job, MemoryRow
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def stop_group(proc: subprocess.Popen[Any], grace_s: float = 20.0) -> None:
+    """SIGTERM a process started with `start_new_session=True` and its children; SIGKILL
+    what is left after `grace_s` (a Flower or worker that hangs on shutdown)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
 
 
 class CeleryProcess:
@@ -45,12 +58,7 @@ class CeleryProcess:
             self.proc.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_group(self.proc)
         self._log.close()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import pytest
 
 from memlane.config.settings import load_settings
 from memlane.service.facade import Memlane
-from tests.integration.fleet import ROOT, WorkerProcess, fleet_env, wait_for_jobs
+from tests.integration.fleet import ROOT, WorkerProcess, fleet_env, stop_group, wait_for_jobs
 from tests.integration.test_fleet import transcript
 
 pytestmark = pytest.mark.timeout(180)
@@ -39,18 +38,6 @@ def wait_until_up(url: str, timeout: float = 60.0) -> None:
             pass
         time.sleep(0.3)
     raise AssertionError(f"{url} did not answer in {timeout}s")
-
-
-def stop_flower(flower: subprocess.Popen[bytes]) -> None:
-    # Flower's event thread can sit in a blocking broker read after SIGTERM (deployments
-    # kill it after a grace period too, e.g. dimagi/commcare-cloud#3665): the test asks
-    # it to stop, then kills what is left of its process group.
-    flower.terminate()
-    try:
-        flower.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(flower.pid, signal.SIGKILL)
-        flower.wait(timeout=10)
 
 
 def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_path: Path) -> None:
@@ -135,5 +122,7 @@ def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_p
         metrics = httpx.get(f"{base}/metrics", auth=AUTH, timeout=10)
         assert metrics.status_code == 200 and "flower_events_total" in metrics.text
     finally:
-        stop_flower(flower)
+        # Flower's event thread can sit in a blocking broker read after SIGTERM (deployments
+        # kill it after a grace period too, e.g. dimagi/commcare-cloud#3665)
+        stop_group(flower, grace_s=10)
         worker.stop()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import httpx
 import pytest
 from celery import Celery
 
-from tests.integration.fleet import ROOT, fleet_env
+from tests.integration.fleet import ROOT, fleet_env, stop_group
 from tests.integration.test_flower import AUTH, free_port, wait_until_up
 
 pytestmark = pytest.mark.timeout(240)
@@ -46,13 +45,7 @@ def start(command: str, env: dict[str, str], log: Path) -> subprocess.Popen[byte
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    stop_group(proc)
 
 
 def test_every_procfile_process_starts_by_its_command_line(

@@ -7,7 +7,6 @@ on in one line (memlane.config.startup)."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.fleet import ROOT
+from tests.integration.fleet import ROOT, stop_group
 from tests.integration.test_flower import free_port, wait_until_up
 from tests.integration.test_procfile import procfile
 
@@ -62,13 +61,7 @@ def start(argv: list[str], cwd: Path, log: Path, **settings: str) -> subprocess.
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+    stop_group(proc)
 
 
 def wait_for(log: Path, text: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> str:
