@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, with its set-up: the virtualenv, PostgreSQL with pgvector and Redis
-# (started or installed where possible), then ruff, mypy and pytest, in parallel:
-# MEMLANE_TEST_WORKERS processes (default 4; each has its own databases, tests/scratch.py).
-# Extra arguments go to pytest (e.g. scripts/test.sh -k dedup).
+# (started or installed where possible), then ruff, mypy and pytest in parallel
+# (MEMLANE_TEST_WORKERS processes, default 4; each has its own databases, tests/scratch.py),
+# then the install check (scripts/check_install.sh). Extra arguments go to pytest and skip
+# the install check (e.g. scripts/test.sh -k dedup).
 set -euo pipefail
 export LITELLM_LOCAL_MODEL_COST_MAP=True
 cd "$(dirname "$0")/.."
@@ -16,4 +17,10 @@ echo "[memlane test] mypy"
 .venv/bin/mypy bench
 echo "[memlane test] pytest"
 .venv/bin/pytest -q -n "${MEMLANE_TEST_WORKERS:-4}" "$@"
+# The whole run (no pytest arguments) ends as a user's install begins: the wheel into a
+# fresh virtualenv per extra set, from the package registry (about 2 minutes).
+if [ $# -eq 0 ]; then
+  echo "[memlane test] install check"
+  scripts/check_install.sh
+fi
 echo "[memlane test] finished in $(( $(date +%s) - start )) s"
