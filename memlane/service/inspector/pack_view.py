@@ -18,7 +18,7 @@ from memlane.models.tables import ContextPackRow
 from memlane.pipeline.errors import NotFoundError
 from memlane.service.inspector.fates import Candidate, candidate, floor_of
 
-_SECTIONS = ("soul", "memory", "episode", "procedure")
+_SECTIONS = {"soul": "soul", "memory": "memories", "episode": "episodes", "procedure": "procedures"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,12 +48,12 @@ class PackView:
         """The included items by section, as stored now: a stored pack keeps ids, not
         the context's text, so this is the context rebuilt from today's texts."""
         lines = [f'<memlane_context user="{self.user_id}">']
-        for section in _SECTIONS:
+        for section, name in _SECTIONS.items():
             rows = [r for r in self.candidates if r.included and r.section == section]
             if rows:
-                lines.append(f"  <{section}s>")
+                lines.append(f"  <{name}>")
                 lines += [f"    [{r.label}] {r.text or '(purged)'}" for r in rows]
-                lines.append(f"  </{section}s>")
+                lines.append(f"  </{name}>")
         lines.append("</memlane_context>")
         return "\n".join(lines)
 

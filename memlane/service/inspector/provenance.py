@@ -12,8 +12,10 @@ from memlane.models.store.conversations.messages import messages_between
 from memlane.models.tables import Conversation, MemoryRow
 from memlane.pipeline.records import StoredMessage
 
-# A memory's source window beyond this many messages is shown cut (the page stays light).
+# A memory's source window beyond this many messages is shown cut (the page stays light);
+# AROUND messages either side of it are shown too, for what led to it.
 MAX_MESSAGES = 60
+AROUND = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,6 @@ def memory_source(url: str, user_id: str, memory_id: str) -> Source:
         )
         messages: list[StoredMessage] = []
         if known and start is not None and end is not None:
-            low = max(start, end - MAX_MESSAGES + 1)
-            messages = messages_between(session, str(conversation_id), low, end)
+            low = max(start, end - MAX_MESSAGES + 1, 0) - AROUND
+            messages = messages_between(session, str(conversation_id), max(low, 0), end + AROUND)
     return Source(conversation_id, job_id, start, end, evidence, messages, known)
