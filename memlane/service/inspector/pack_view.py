@@ -26,7 +26,7 @@ class PackView:
     pack_id: str
     user_id: str
     query: str | None
-    assembled_at: datetime | str
+    assembled_at: datetime
     strategy: str
     style: str
     retrieval_mode: str
@@ -58,6 +58,11 @@ class PackView:
         return "\n".join(lines)
 
 
+def _moment(value: datetime | str) -> datetime:
+    """A pack's time: a datetime in an assembly's pack data, ISO text in a stored one."""
+    return value if isinstance(value, datetime) else datetime.fromisoformat(value)
+
+
 def view_of(
     pack: Mapping[str, Any],
     texts: Mapping[str, str],
@@ -76,7 +81,7 @@ def view_of(
         pack_id=str(pack["pack_id"]),
         user_id=str(pack["user_id"]),
         query=pack.get("query"),
-        assembled_at=pack["assembled_at"],
+        assembled_at=_moment(pack["assembled_at"]),
         strategy=str(pack.get("strategy", "")),
         style=str(pack.get("style", "default")),
         retrieval_mode=str(pack.get("retrieval_mode", "")),

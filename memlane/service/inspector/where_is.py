@@ -6,7 +6,6 @@ sentence each."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import select
 
@@ -56,8 +55,7 @@ def _not_a_candidate(row: MemoryRow, view: PackView) -> str:
         return f"It was no candidate: {name} says it, but it was superseded by {row.superseded_by}."
     if row.status == "quarantined":
         return f"It was no candidate: {name} says it, but it is quarantined."
-    assembled = view.assembled_at
-    if isinstance(assembled, datetime) and row.created_at > assembled:
+    if row.created_at > view.assembled_at:
         return f"It could not be in this pack: {name} was stored after the pack was assembled."
     return (
         f"It was no candidate: {name} says it and is active, but the read for this "
