@@ -20,7 +20,7 @@ from memlane.pipeline.records import Category, MemoryStatus, Tier
 from memlane.service.inspector import job_board, overview, playground, provenance, where_is
 from memlane.service.inspector.fates import INCLUDED
 from memlane.service.inspector.memory_table import SORTS, MemoryFilter, memory_rows
-from memlane.service.inspector.pack_view import pack_owner, stored_pack
+from memlane.service.inspector.pack_view import pack_owner, read_pack, texts_reader, view_of
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 
@@ -146,10 +146,13 @@ def pack(
     pack_id: str,
     where: Text = "",
     fate: Text = "",
+    offset: Annotated[int, Query(ge=0)] = 0,
 ) -> Response:
-    require_user(viewer, pack_owner(lane.url, pack_id))
+    user_id = require_user(viewer, pack_owner(lane.url, pack_id))
+    body = read_pack(lane.url, pack_id)
+    texts = texts_reader(lane.url, user_id)
     floor = lane.settings.relevance_floor
-    view = stored_pack(lane.url, pack_id, relevance_floor=floor)
+    view = view_of(body, texts, relevance_floor=floor, fate=fate, offset=offset)
     answer = None
     if where.strip():
         answer = where_is.where_is(
@@ -159,9 +162,10 @@ def pack(
             dedup_threshold=lane.settings.dedup_threshold,
             dedup_min_keywords=lane.settings.dedup_min_keywords,
         )
-    return page(
-        request, "pack.html", view=view, where=where, answer=answer, fate=fate, included=INCLUDED
-    )
+        shown = {row.id for row in view.rows}
+        if answer.candidate_id is not None and answer.candidate_id not in shown:
+            view = view_of(body, texts, relevance_floor=floor, focus=answer.candidate_id)
+    return page(request, "pack.html", view=view, where=where, answer=answer, included=INCLUDED)
 
 
 @router.get("/users/{user_id}/playground")
@@ -194,7 +198,6 @@ def playground_page(
         view=view,
         choices=CHOICES,
         included=INCLUDED,
-        fate="",
     )
 
 

@@ -57,20 +57,24 @@ def floor_of(items: list[Mapping[str, Any]], relevance_floor: float) -> float | 
     return relevance_floor * best if best > 0 else None
 
 
+def fate_of(item: Mapping[str, Any], floor: float | None) -> str:
+    """An item's fate, from its drop reason (and, for a budget drop, the floor)."""
+    if item.get("included"):
+        return INCLUDED
+    reason = item.get("drop_reason")
+    if reason in _FILTERED_BECAUSE:
+        return f"{FILTERED}: {reason}"
+    if reason == "over_memory_share":
+        return SHARE
+    relevance = (item.get("components") or {}).get("relevance")
+    if floor is not None and relevance is not None and float(relevance) < floor:
+        return FLOOR
+    return BUDGET
+
+
 def candidate(item: Mapping[str, Any], text: str | None, floor: float | None) -> Candidate:
     parts = item.get("components") or {}
     relevance = parts.get("relevance")
-    reason = item.get("drop_reason")
-    if item.get("included"):
-        fate = INCLUDED
-    elif reason in _FILTERED_BECAUSE:
-        fate = f"{FILTERED}: {reason}"
-    elif reason == "over_memory_share":
-        fate = SHARE
-    elif floor is not None and relevance is not None and float(relevance) < floor:
-        fate = FLOOR
-    else:
-        fate = BUDGET
     return Candidate(
         id=str(item["id"]),
         ref=item.get("ref"),
@@ -81,8 +85,8 @@ def candidate(item: Mapping[str, Any], text: str | None, floor: float | None) ->
         composite=parts.get("composite", item.get("score")),
         tokens=item.get("tokens"),
         included=bool(item.get("included")),
-        reason=reason,
-        fate=fate,
+        reason=item.get("drop_reason"),
+        fate=fate_of(item, floor),
     )
 
 

@@ -1,10 +1,13 @@
-"""A stored context pack as the inspector shows it: every candidate with its texts as
-stored now, its scores, tokens and fate (memlane.service.inspector.fates), and the
-included items laid out as the context held them."""
+"""A context pack as the inspector shows it: how many candidates met each fate
+(memlane.service.inspector.fates), one page of the candidates' table (their texts as
+stored now, scores, tokens and fates; filtered by fate), and the included items laid out
+as the context held them. A pack may hold 10,000 candidates: fates are counted for all,
+texts read and rows built for the page shown only."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,9 +19,13 @@ from memlane.models.store.reads import pack_texts
 from memlane.models.store.users import packs
 from memlane.models.tables import ContextPackRow
 from memlane.pipeline.errors import NotFoundError
-from memlane.service.inspector.fates import Candidate, candidate, floor_of
+from memlane.service.inspector.fates import Candidate, candidate, fate_of, floor_of
 
+PAGE_ROWS = 200  # candidates a page shows
 _SECTIONS = {"soul": "soul", "memory": "memories", "episode": "episodes", "procedure": "procedures"}
+
+Item = Mapping[str, Any]
+Texts = Callable[[Sequence[Item]], Mapping[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,24 +39,37 @@ class PackView:
     retrieval_mode: str
     budget_tokens: int
     used_tokens: int
-    candidates: list[Candidate]
+    fates: dict[str, int]  # every candidate's fate, counted
+    included: list[Candidate]  # what went in, in the pack's order
+    rows: list[Candidate]  # the page of the table
+    matched: int  # candidates of the fate asked for (all, when none)
+    offset: int  # the page's first row among them
+    fate: str  # the fate asked for ("" for all)
+    items: list[Item] = field(repr=False)  # the pack's items, for a search of them all
+    floor: float | None = None
     drop_reasons: dict[str, int] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     xml: str | None = None  # the context itself, when the view was built from one
 
     @property
-    def fates(self) -> dict[str, int]:
-        counted: dict[str, int] = {}
-        for row in self.candidates:
-            counted[row.fate] = counted.get(row.fate, 0) + 1
-        return counted
+    def total(self) -> int:
+        return len(self.items)
+
+    @property
+    def next_offset(self) -> int | None:
+        after = self.offset + len(self.rows)
+        return after if after < self.matched else None
+
+    @property
+    def previous_offset(self) -> int | None:
+        return max(self.offset - PAGE_ROWS, 0) if self.offset > 0 else None
 
     def layout(self) -> str:
         """The included items by section, as stored now: a stored pack keeps ids, not
         the context's text, so this is the context rebuilt from today's texts."""
         lines = [f'<memlane_context user="{self.user_id}">']
         for section, name in _SECTIONS.items():
-            rows = [r for r in self.candidates if r.included and r.section == section]
+            rows = [r for r in self.included if r.section == section]
             if rows:
                 lines.append(f"  <{name}>")
                 lines += [f"    [{r.label}] {r.text or '(purged)'}" for r in rows]
@@ -65,18 +85,31 @@ def _moment(value: datetime | str) -> datetime:
 
 def view_of(
     pack: Mapping[str, Any],
-    texts: Mapping[str, str],
+    texts: Texts,
     *,
     relevance_floor: float,
+    fate: str = "",
+    offset: int = 0,
+    focus: str | None = None,
     xml: str | None = None,
 ) -> PackView:
-    """The view of a pack as data (a stored pack's body, or an assembly's pack_data)."""
-    items: list[Mapping[str, Any]] = list(pack.get("items", []))
-    floor = (
-        floor_of([i for i in items if i.get("section") == "memory"], relevance_floor)
-        if pack.get("query")
-        else None
-    )
+    """The view of a pack as data (a stored pack's body, or an assembly's pack data):
+    the page of `fate`'s candidates from `offset`, or the page holding `focus` (an
+    item id). `texts` reads the texts of the items it is given."""
+    items: list[Item] = list(pack.get("items", []))
+    floor = None
+    if pack.get("query"):
+        floor = floor_of([i for i in items if i.get("section") == "memory"], relevance_floor)
+    fates = [fate_of(item, floor) for item in items]
+    chosen = [i for i, name in enumerate(fates) if not fate or name == fate]
+    if focus is not None:
+        at = next((n for n, i in enumerate(chosen) if items[i]["id"] == focus), None)
+        if at is not None:
+            offset = at - at % PAGE_ROWS
+    offset = max(0, min(offset, max(len(chosen) - 1, 0)))
+    page = [items[i] for i in chosen[offset : offset + PAGE_ROWS]]
+    included = [item for item in items if item.get("included")]
+    read = texts([*page, *included]) if page or included else {}
     return PackView(
         pack_id=str(pack["pack_id"]),
         user_id=str(pack["user_id"]),
@@ -87,19 +120,34 @@ def view_of(
         retrieval_mode=str(pack.get("retrieval_mode", "")),
         budget_tokens=int(pack.get("budget_tokens", 0)),
         used_tokens=int(pack.get("used_tokens", 0)),
-        candidates=[candidate(item, texts.get(str(item["id"])), floor) for item in items],
+        fates=dict(Counter(fates)),
+        included=[candidate(item, read.get(str(item["id"])), floor) for item in included],
+        rows=[candidate(item, read.get(str(item["id"])), floor) for item in page],
+        matched=len(chosen),
+        offset=offset,
+        fate=fate,
+        items=items,
+        floor=floor,
         drop_reasons=dict(pack.get("drop_reasons", {})),
         events=[dict(e) for e in pack.get("events", [])],
         xml=xml,
     )
 
 
-def stored_pack(url: str, pack_id: str, *, relevance_floor: float) -> PackView:
-    """A stored pack's view; NotFoundError when there is no such pack."""
+def texts_reader(url: str, user_id: str) -> Texts:
+    """Reads items' texts as stored now (models.store.reads.pack_texts), one query."""
+
+    def read(items: Sequence[Item]) -> Mapping[str, str]:
+        with unit_of_work(url) as session:
+            return pack_texts.item_texts(session, user_id, items)
+
+    return read
+
+
+def read_pack(url: str, pack_id: str) -> dict[str, Any]:
+    """A stored pack's body; NotFoundError when there is no such pack."""
     with unit_of_work(url) as session:
-        pack = packs.get_pack(session, pack_id)
-        texts = pack_texts.item_texts(session, pack["user_id"], pack.get("items", []))
-    return view_of(pack, texts, relevance_floor=relevance_floor)
+        return packs.get_pack(session, pack_id)
 
 
 def pack_owner(url: str, pack_id: str) -> str:
@@ -110,3 +158,9 @@ def pack_owner(url: str, pack_id: str) -> str:
     if owner is None:
         raise NotFoundError(f"no context pack {pack_id!r}")
     return str(owner)
+
+
+def stored_pack(url: str, pack_id: str, *, relevance_floor: float) -> PackView:
+    """A stored pack's first page of candidates, all fates."""
+    body = read_pack(url, pack_id)
+    return view_of(body, texts_reader(url, str(body["user_id"])), relevance_floor=relevance_floor)

@@ -7,15 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import get_args
 
-from memlane.models.db import unit_of_work
-from memlane.models.store.reads import pack_texts
 from memlane.pipeline.assembly.budget import BudgetAsk
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.errors import InvalidInputError
 from memlane.pipeline.ranking.scoring import STRATEGIES, Strategy
 from memlane.service.context_builder import ContextBuilder
 from memlane.service.input_checks import check_text
-from memlane.service.inspector.pack_view import PackView, view_of
+from memlane.service.inspector.pack_view import PackView, texts_reader, view_of
 
 STYLES: tuple[str, ...] = get_args(Style)
 MAX_BUDGET = 200_000
@@ -69,7 +67,5 @@ def run(contexts: ContextBuilder, trial: Trial, *, relevance_floor: float) -> Pa
         style=style,
         record=False,
     )
-    pack = result.pack_data
-    with unit_of_work(contexts.url) as session:
-        texts = pack_texts.item_texts(session, trial.user_id, pack.get("items", []))
-    return view_of(pack, texts, relevance_floor=relevance_floor, xml=result.text)
+    reader = texts_reader(contexts.url, trial.user_id)
+    return view_of(result.pack_data, reader, relevance_floor=relevance_floor, xml=result.text)
