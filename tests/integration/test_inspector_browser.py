@@ -226,7 +226,7 @@ def test_the_inspector_flows(page: Page, seeded: dict[str, Any], server: str, sh
     # a dropped item's reason, by "where is?"
     dropped = page.locator("tr.out").first
     expect(dropped).to_be_visible()
-    dropped_text = dropped.locator("td").nth(1).inner_text()
+    dropped_text = dropped.locator("td").nth(2).inner_text()
     page.get_by_label("Where is").fill(dropped_text)
     page.get_by_role("button", name="Find").click()
     expect(page.locator("#answer")).to_contain_text("dropped")
