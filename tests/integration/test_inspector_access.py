@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import text
 
 from memlane.api.app import create_app
+from memlane.api.ui import access
 from memlane.config.settings import load_settings
 from memlane.models.db import get_engine
 from memlane.service.facade import Memlane
@@ -224,3 +225,36 @@ def test_the_pages_load_nothing_from_another_host(
         assert all(url.startswith(("/", "?", "#")) for url in linked), (path, linked)
         for url in {u for u in linked if u.startswith("/ui/static/")}:
             assert client.get(url).status_code == 200, url
+
+
+def test_a_user_out_of_the_keys_reach_is_not_found_anywhere(
+    client: TestClient, lane: Memlane, seeded: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page and action asks access.may_see_user, the one place scoped keys answer:
+    a key that does not reach the user finds nothing of theirs, and changes nothing."""
+    result = lane.enqueue(
+        {
+            "conversation_id": "insp-c1",
+            "user_id": USER,
+            "final": True,
+            "messages": [{"role": "user", "content": "I live in Lisbon."}],
+        }
+    )
+    lane.wait(result.job_ids, timeout=60)
+    sign_in(client)
+    token = csrf_of(client.get("/ui/users").text)
+    assert USER in client.get("/ui/jobs?status=done").text  # reached: listed
+
+    monkeypatch.setattr(access, "may_see_user", lambda session, user_id: user_id != USER)
+    assert USER not in client.get("/ui/users?q=insp").text
+    assert USER not in client.get("/ui/jobs?status=done").text
+    for path in pages(seeded)[2:-1]:
+        answer = client.get(path)
+        assert answer.status_code == 404, path
+        assert "vegetarian" not in answer.text and "Lisbon" not in answer.text
+    for path in actions(seeded)[:3]:
+        assert client.post(path, data={"csrf": token, "content": "x"}).status_code == 404
+    retry = client.post(f"/ui/jobs/{result.job_ids[0]}/retry", data={"csrf": token})
+    assert retry.status_code == 404
+    assert lane.get_memory(USER, seeded["memory"]).tier == "candidate"
+    assert lane.job(result.job_ids[0]).status == "done"

@@ -11,7 +11,8 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import RedirectResponse
 
 from memlane.api.deps import Lane
-from memlane.api.ui.access import may_see_user, require_user
+from memlane.api.ui import access
+from memlane.api.ui.access import require_user
 from memlane.api.ui.render import page
 from memlane.api.ui.routing import UiRoute, Viewer
 from memlane.pipeline.errors import InvalidInputError
@@ -58,7 +59,7 @@ def home(viewer: Viewer) -> Response:
 @router.get("/users")
 def users(request: Request, viewer: Viewer, lane: Lane, q: Text = "") -> Response:
     found = overview.find_users(lane.url, q) if q.strip() else []
-    found = [user for user in found if may_see_user(viewer, user)]
+    found = [user for user in found if access.may_see_user(viewer, user)]
     return page(request, "users.html", q=q, found=found, searched=bool(q.strip()))
 
 
@@ -208,6 +209,6 @@ def jobs(request: Request, viewer: Viewer, lane: Lane, status: Text = "failed") 
     lines = [
         line
         for line in job_board.job_lines(lane.url, status=status, limit=200)
-        if may_see_user(viewer, line.job.user_id)
+        if access.may_see_user(viewer, line.job.user_id)
     ]
     return page(request, "jobs.html", lines=lines, status=status, statuses=job_board.BOARD_STATUSES)
