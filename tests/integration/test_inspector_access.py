@@ -99,6 +99,9 @@ def test_no_page_or_action_without_a_valid_session(
         for path in actions(seeded):
             answer = client.post(path, data={"csrf": "x", "content": "changed"})
             assert answer.status_code == 401, path
+    client.cookies.clear()
+    hostile = {"cookie": "memlane_ui=é.ü".encode()}  # any bytes a client may send
+    assert client.get(pages(seeded)[2], headers=hostile).status_code == 303
     assert history(lane, seeded["memory"]) == before
     assert lane.get_memory(USER, seeded["memory"]).tier == "candidate"
 
@@ -137,7 +140,7 @@ def test_csrf_is_refused(client: TestClient, lane: Memlane, seeded: dict[str, st
     sign_in(client)
     page = client.get(f"/ui/users/{USER}/memories/{seeded['memory']}")
     assert page.status_code == 200
-    for token in ("", "wrong", csrf_of(page.text)[:-2] + "xx"):
+    for token in ("", "wrong", csrf_of(page.text)[:-2] + "xx", "ünïcode"):
         for path in actions(seeded):
             answer = client.post(path, data={"csrf": token, "content": "changed"})
             assert answer.status_code == 403, (path, token)
@@ -146,7 +149,8 @@ def test_csrf_is_refused(client: TestClient, lane: Memlane, seeded: dict[str, st
     # the sign-in form's own token: a cross-site post cannot sign a browser in
     client.cookies.clear()
     client.get("/ui/signin")
-    assert client.post("/ui/signin", data={"key": KEY, "csrf": "guess"}).status_code == 403
+    for guess in ("guess", "ünïcode"):
+        assert client.post("/ui/signin", data={"key": KEY, "csrf": guess}).status_code == 403
 
 
 def test_actions_go_through_the_use_cases_and_record_the_actor(

@@ -60,6 +60,12 @@ def _secret(keys: Sequence[SecretStr]) -> bytes:
     return hashlib.sha256(b"memlane-ui-session\0" + joined).digest()
 
 
+def same(given: str, expected: str) -> bool:
+    """Constant-time equality of two texts, whatever characters `given` holds (a
+    hostile cookie or form may hold any; compare_digest refuses non-ASCII text)."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), expected.encode())
+
+
 def _sign(secret: bytes, payload: bytes) -> str:
     return base64.urlsafe_b64encode(hmac.new(secret, payload, "sha256").digest()).decode()
 
@@ -77,7 +83,7 @@ def read(value: str | None, keys: Sequence[SecretStr]) -> Session | None:
     if not value or "." not in value:
         return None
     payload, _, signature = value.rpartition(".")
-    if not hmac.compare_digest(signature, _sign(_secret(keys), payload.encode())):
+    if not same(signature, _sign(_secret(keys), payload.encode("utf-8", "surrogatepass"))):
         return None
     try:
         body = json.loads(base64.urlsafe_b64decode(payload.encode()))
@@ -98,4 +104,4 @@ def csrf_token(session: Session, keys: Sequence[SecretStr]) -> str:
 
 
 def csrf_ok(session: Session, given: str, keys: Sequence[SecretStr]) -> bool:
-    return bool(given) and hmac.compare_digest(given, csrf_token(session, keys))
+    return bool(given) and same(given, csrf_token(session, keys))

@@ -49,7 +49,7 @@ def signin(
     next: Annotated[str, Form(max_length=500)] = "",
 ) -> Response:
     expected = request.cookies.get(sessions.SIGNIN_COOKIE, "")
-    if not expected or not secrets.compare_digest(expected, csrf):
+    if not expected or not sessions.same(csrf, expected):
         return page(
             request,
             "error.html",
