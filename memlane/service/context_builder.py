@@ -99,8 +99,11 @@ class ContextBuilder:
         query_embedding: Sequence[float] | None,
         weights: Weights | None,
         style: Style | None,
+        record: bool = True,
     ) -> AssembledContext:
-        """The context of `Memlane.assemble` (its arguments, checked by the facade)."""
+        """The context of `Memlane.assemble` (its arguments, checked by the facade).
+        `record=False` writes nothing: no pack saved, no access recorded (the
+        inspector's playground, memlane.service.inspector.playground)."""
         s = self.settings
         now = now or datetime.now(UTC)
         budget_tokens = resolve_budget(budget, self._budgets)
@@ -130,6 +133,8 @@ class ContextBuilder:
         # Off the request path: a background thread serialises, logs and saves the pack,
         # and another hands the included ids to the dispatcher a few times a second
         # (accessed_at moves in a worker); neither is waited for.
+        if not record:
+            return result
         self._pack_writer().submit(result.pack_data)
         self._access_recorder().add(result.included_memory_ids, now)
         return result
