@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from memlane.config.settings import Settings
 from memlane.models.db import one_statement, unit_of_work
 from memlane.models.store.conversations import job_windows, jobs
-from memlane.models.store.memories import fingerprints, memories
+from memlane.models.store.memories import fingerprints, memories, scrub
 from memlane.models.store.reads import dedup as dedup_reads
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import context_items
@@ -267,7 +267,13 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                     min_keywords=settings.dedup_min_keywords,
                 )
             )
+            episode = extraction.episode
             if kept_out:  # purged facts said again: not stored (pipeline/dedup/fingerprints.py)
+                said_again = [s.keywords for i, s in enumerate(sightings) if i in kept_out]
+                redacted = scrub.redact_said_again(session, user_id, episode, said_again)
+                if redacted is not None:  # nor summarised
+                    episode = redacted
+                    [episode_vector] = embedder.embed([episode.summary])
                 sightings = [s for i, s in enumerate(sightings) if i not in kept_out]
                 vectors = [v for i, v in enumerate(vectors) if i not in kept_out]
             plan = dedup.plan(
@@ -307,7 +313,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 user_id=user_id,
                 conversation_id=conversation_id,
                 job_id=job_id,
-                episode=extraction.episode,
+                episode=episode,
                 created_at=min(now, stated_at.get(window_end, now)),
                 embedding=episode_vector,
                 embedding_model=embedder.name,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, or_, select, update
+from sqlalchemy import Table, bindparam, null, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -138,11 +138,14 @@ _HAND_OVER = (
         last_error=None,
     )
 )
+# Done drops the extraction: it was kept only for the store stage, and what it holds (the
+# memories and episode as the LLM wrote them) must not outlive a purge of them.
 _DONE = (
     update(_JOBS)
     .where(_J.id == bindparam("job_id"))
     .values(
         status="done",
+        extraction=null(),
         updated_at=bindparam("now", type_=_AT),
         finished_at=bindparam("now", type_=_AT),
     )
@@ -233,8 +236,8 @@ def fail(session: Session, job_id: str, *, error: str, now: datetime) -> None:
 
 
 def done(session: Session, job_id: str, *, now: datetime, suppressed: int = 0) -> None:
-    """The store stage succeeded; `suppressed`: extracted memories not stored (purged or
-    forgotten facts said again)."""
+    """The store stage succeeded, and the job's extraction is dropped; `suppressed`:
+    extracted memories not stored (purged or forgotten facts said again)."""
     session.execute(_DONE, {"job_id": job_id, "now": now, "suppressed": suppressed})
 
 
