@@ -117,7 +117,7 @@ def _time(url: str, postgres: bool, target: str) -> float:
     before = f"{_number(target) - 1:04d}"
     if before != "0004":
         migrate.upgrade(url, before)
-    if _number(target) >= 10:
+    if _number(target) == 10:  # the postings 0010 sizes (written as 0009 wrote them)
         _fill_keywords(url, postgres)
     if _number(target) >= 11:
         _fill_extractions(url)
