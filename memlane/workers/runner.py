@@ -215,6 +215,12 @@ def run_store(
         raise DatabaseLost(job_id, now) from exc
 
 
+DROPPED = (
+    "nothing to store: the job's extraction went with its messages' text "
+    "(MEMLANE_MESSAGE_RETENTION_DAYS)"
+)
+
+
 def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOutcome:
     with unit_of_work(url) as session:
         claimed = job_windows.claim_with_times(
@@ -223,10 +229,13 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
         if claimed is None:
             return StageOutcome("skipped")
         job, stated_at = claimed
-        extraction = Extraction.model_validate(job.extraction or {})
+        kept = job.extraction
         attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
+    if not kept:  # a failed job retried after retention took its messages' text
+        return _fail(settings, job_id, MemlaneError(DROPPED))
+    extraction = Extraction.model_validate(kept)
 
     try:
         sightings = [

@@ -172,3 +172,8 @@ def test_a_jobs_kept_extraction_goes_with_its_messages_text_however_recently_it_
     assert extractions[done] is None and extractions[failed_old] is None
     assert extractions[failed_new] is not None  # its messages keep their text
     assert texts(db_url, "c-new") != ["", ""]
+    with Memlane(load_settings(database_url=db_url)) as lane:  # a retry has nothing to store
+        lane.retry_job(failed_old)
+        lane.flush()
+        retried = lane.job(failed_old)
+    assert retried.status == "failed" and "went with its messages' text" in str(retried.last_error)

@@ -10,6 +10,7 @@ from memlane.pipeline.dedup.redaction import (
     MARKER,
     EpisodeText,
     RemovedFact,
+    may_quote,
     quotes,
     redact_episode,
     redact_extraction,
@@ -84,3 +85,19 @@ def test_a_kept_extraction_drops_the_quoting_memory_whole_and_redacts_its_episod
                                    "outcome": None}  # fmt: skip
     assert extraction["memories"][0]["content"] == AXOLOTL  # the input is not changed
     assert redact_extraction(redacted, [fact(AXOLOTL)]) is None  # nothing left to take
+
+
+def test_the_quick_screen_never_misses_a_word_the_sentence_reading_would_find() -> None:
+    """may_quote is the sentence reading's prefilter: whatever the reading redacts, the
+    screen lets through (stems of inflected forms too: "dying" stems to "die")."""
+    gone = [fact("The user's grandmother was dying of tuberculosis in the skies.")]
+    for text in (
+        "She died of it.",
+        "Tuberculosis: a word.",
+        "They watched the sky.",
+        "GRANDMOTHERS are kind.",
+        "A note about dying.",
+    ):
+        assert may_quote(text, gone), text
+        assert redact_text(text, gone) == MARKER, text
+    assert not may_quote("Nothing related here at all.", gone)

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.dedup.keywords import keywords, stem, tokens
 
 MARKER = "[purged]"
 QUOTE_SHARE = 0.5
@@ -89,8 +89,19 @@ class EpisodeText:
     outcome: str | None
 
 
+def may_quote(text: str, facts: Sequence[RemovedFact]) -> bool:
+    """False when no word of `text` is a keyword of any fact, so no part of it can quote
+    one: one pass over the whole text, before the sentence by sentence reading (a purge
+    reads every episode of the user, and few quote the fact)."""
+    wanted = frozenset().union(*(fact.keywords for fact in facts))
+    return any(stem(token) in wanted for token in tokens(text))
+
+
 def redact_episode(episode: EpisodeText, facts: Sequence[RemovedFact]) -> EpisodeText | None:
     """The episode redacted; None when nothing in it quotes a fact."""
+    whole = "\n".join((episode.summary, *episode.topics, episode.outcome or ""))
+    if not may_quote(whole, facts):
+        return None
     redacted = EpisodeText(
         summary=redact_text(episode.summary, facts),
         topics=tuple(redact_topics(episode.topics, facts)),
