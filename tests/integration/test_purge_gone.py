@@ -2,7 +2,8 @@
 database itself, not from memlane's metadata) finds the purged fact's distinctive words
 only in the raw messages, which retention and conversation delete own: not in jobs' kept
 extractions, episodes, context packs, histories or indexes. Another process's working set
-drops it; another user's same words are untouched. Both backends, through the real
+drops it, this one's caches of rendered texts are emptied; another user's same words
+are untouched. Both backends, through the real
 pipeline (the offline extractor). And forget and purge wait for the user's lock, as the
 store stage takes it (PostgreSQL: SQLite has one writer at a time anyway)."""
 
@@ -22,6 +23,8 @@ from memlane.models.schemas import TranscriptIn
 from memlane.models.store.conversations import jobs
 from memlane.models.store.conversations import messages as conversations
 from memlane.models.store.memories.memories import user_lock_key
+from memlane.pipeline.assembly.parts import count_line
+from memlane.pipeline.dedup.keywords import stem
 from memlane.pipeline.dedup.redaction import MARKER
 from memlane.pipeline.extraction.cadence import WindowSpec
 from memlane.service.facade import Memlane
@@ -151,8 +154,11 @@ def test_a_purged_fact_is_left_only_in_the_raw_messages(
             "episodes", "jobs", "context_packs",
         }  # fmt: skip
 
+        assert count_line.cache_info().currsize > 0 and stem.cache_info().currsize > 0
         lane.purge(OWNER, memory.id)
 
+        # this process's caches of rendered texts hold nothing of it (nor of anything)
+        assert count_line.cache_info().currsize == 0 and stem.cache_info().currsize == 0
         assert grep(db_url, *WORDS, unless=BYSTANDER) == {"messages": before["messages"]}
         assert "Quetzalcoatl" not in other_process.assemble(OWNER, "pets", now=now).text
     # what was not the fact stays: the other memory, the episodes' other sentences
