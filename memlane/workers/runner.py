@@ -216,8 +216,8 @@ def run_store(
 
 
 DROPPED = (
-    "nothing to store: the job's extraction went with its messages' text "
-    "(MEMLANE_MESSAGE_RETENTION_DAYS)"
+    "nothing to store: the job keeps no extraction (dropped when it was done, or with its "
+    "messages' text by MEMLANE_MESSAGE_RETENTION_DAYS); retry it to extract again"
 )
 
 
@@ -233,7 +233,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
         attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
-    if not kept:  # a failed job retried after retention took its messages' text
+    if not kept:  # a store stage with nothing to store (jobs.retry sends it to extract)
         return _fail(settings, job_id, MemlaneError(DROPPED))
     extraction = Extraction.model_validate(kept)
 

@@ -242,8 +242,9 @@ def done(session: Session, job_id: str, *, now: datetime, suppressed: int = 0) -
 
 
 def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelta) -> Job:
-    """A failed job back to queued at the stage it failed in (attempts start again); a
-    queued one untouched for `stuck_after` (its message lost, or never sent) too."""
+    """A failed job back to queued at the stage it failed in (attempts start again), or
+    at the extract stage when it keeps no extraction to store; a queued one untouched
+    for `stuck_after` (its message lost, or never sent) too."""
     job = load(session, job_id)
     stranded = job.status == "queued" and job.updated_at < now - stuck_after
     if job.status != "failed" and not stranded:
@@ -252,6 +253,10 @@ def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelt
             f"job {job_id} is {job.status}; only a failed job can be retried, or a queued "
             f"one untouched for {limit}"
         )
+    if job.stage == "store" and not job.extraction:
+        # nothing kept to store (dropped when the job was done, or by retention with its
+        # messages' text): extract again from what the messages still say
+        job.stage = "extract"
     job.status = "queued"
     job.attempts = 0
     job.updated_at = now
