@@ -167,7 +167,7 @@ def test_a_jobs_kept_extraction_goes_with_its_messages_text_however_recently_it_
 
     assert result.messages_purged == 4  # c-old's and c-done's, said in 2020
     with unit_of_work(db_url) as session:
-        extractions = dict(session.execute(select(Job.id, Job.extraction)).tuples().all())
+        extractions = {i: e for i, e in session.execute(select(Job.id, Job.extraction))}
         finished = session.scalar(select(Job.finished_at).where(Job.id == done))
     assert finished is not None and finished > NOW - timedelta(days=1)  # it ran today
     assert extractions[done] is None and extractions[failed_old] is None
