@@ -27,6 +27,7 @@ from memlane.pipeline.assembly.budget import (
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.assembly.exact_walk import assemble_from_view, count_lines
 from memlane.pipeline.assembly.filters import procedures_for_query
+from memlane.pipeline.assembly.parts import forget_rendered_texts
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput
 from memlane.pipeline.assembly.tokens import encoding_for_model
 from memlane.pipeline.dedup.keywords import keywords
@@ -264,9 +265,12 @@ class ContextBuilder:
         return True
 
     def forget(self, user_id: str) -> None:
-        """Drop the user's view, if one was loaded (their data was erased)."""
+        """Drop the user's view, if one was loaded, and the process's caches of rendered
+        texts (their data was erased, or a memory of theirs purged): this process keeps
+        no copy of what was removed."""
         if self._working is not None:
             self._working.forget(user_id)
+        forget_rendered_texts()
 
     def _working_set(self) -> WorkingSet:
         if self._working is not None:
