@@ -92,13 +92,18 @@ def _fill_keywords(url: str, postgres: bool) -> None:
             conn.execute(text(statement))
 
 
+def _number(revision: str) -> int:
+    """A revision's number: `0010`, or `0011_hooks` (a branch's, before it is renumbered)."""
+    return int(revision.split("_", 1)[0])
+
+
 def _time(url: str, postgres: bool, target: str) -> float:
     migrate.upgrade(url, "0004")
     _fill(url, postgres)
-    before = f"{int(target) - 1:04d}"
+    before = f"{_number(target) - 1:04d}"
     if before != "0004":
         migrate.upgrade(url, before)
-    if int(target) >= 10:
+    if _number(target) >= 10:
         _fill_keywords(url, postgres)
     get_engine(url).dispose()
     started = time.perf_counter()
@@ -127,9 +132,9 @@ def main() -> None:
         else:
             with tempfile.TemporaryDirectory() as scratch:
                 figures[backend] = _time(f"sqlite:///{scratch}/m.db", False, args.to)
-        step = f"{int(args.to) - 1:04d} → {args.to}"
+        step = f"{_number(args.to) - 1:04d} → {args.to}"
         print(f"{backend}: {step} on {MEMORIES:,} memories in {figures[backend]:.1f} s")
-    key = f"seconds_{int(args.to) - 1:04d}_to_{args.to}"
+    key = f"seconds_{_number(args.to) - 1:04d}_to_{args.to}"
     print(json.dumps({"machine": machine(), key: figures}))
 
 

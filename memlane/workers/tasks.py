@@ -12,7 +12,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from sqlalchemy.exc import OperationalError
 
 from memlane.config.settings import get_settings
-from memlane.workers import reembed, runner, sweeper
+from memlane.workers import reembed, runner, sweeper, webhooks
 from memlane.workers.app import app
 from memlane.workers.errors import TransientProviderError
 
@@ -100,3 +100,23 @@ def reembed_user(self: Task, user_id: str, model: str, dim: int) -> dict[str, An
             countdown=exc.retry_after or 10, max_retries=settings.llm_max_retries
         ) from exc
     return {"user_id": user_id, "embedded": outcome.embedded, "swapped": outcome.swapped}
+
+
+@app.task(name="memlane.webhooks.dispatch", **_DB_RETRY)
+def webhooks_dispatch() -> int:
+    """Beat's tick: one send task per delivery due (a retry whose own task was lost, a
+    delivery whose sender died, each new event)."""
+    due = webhooks.due(get_settings())
+    for delivery_id in due:
+        webhooks_deliver.apply_async((delivery_id,))
+    return len(due)
+
+
+@app.task(name="memlane.webhooks.deliver", **_DB_RETRY)
+def webhooks_deliver(delivery_id: int) -> str:
+    """One send; a failed one is sent again after its backoff (beat's tick too, should
+    this message be lost). Sending twice at once is not possible: a send claims its row."""
+    outcome = webhooks.deliver(delivery_id, get_settings())
+    if outcome.status == "retry":
+        webhooks_deliver.apply_async((delivery_id,), countdown=outcome.retry_in)
+    return outcome.status
