@@ -104,19 +104,20 @@ def reembed_user(self: Task, user_id: str, model: str, dim: int) -> dict[str, An
 
 @app.task(name="memlane.webhooks.dispatch", **_DB_RETRY)
 def webhooks_dispatch() -> int:
-    """Beat's tick: one send task per delivery due (a retry whose own task was lost, a
-    delivery whose sender died, each new event)."""
-    due = webhooks.due(get_settings())
-    for delivery_id in due:
-        webhooks_deliver.apply_async((delivery_id,))
+    """Beat's tick: one send task per delivery due (each new event, a retry whose own
+    message was lost, a delivery whose sender died)."""
+    due = webhooks.publish_due(get_settings())
+    for delivery_id, attempts in due:
+        webhooks_deliver.apply_async((delivery_id, attempts))
     return len(due)
 
 
 @app.task(name="memlane.webhooks.deliver", **_DB_RETRY)
-def webhooks_deliver(delivery_id: int) -> str:
-    """One send; a failed one is sent again after its backoff (beat's tick too, should
-    this message be lost). Sending twice at once is not possible: a send claims its row."""
-    outcome = webhooks.deliver(delivery_id, get_settings())
+def webhooks_deliver(delivery_id: int, attempts: int) -> str:
+    """One send, if no other message's send took this attempt (`attempts`: the claim
+    token); a failed one is sent again after its backoff, by this message's successor or
+    by beat's tick, whichever comes first."""
+    outcome = webhooks.deliver(delivery_id, attempts, get_settings())
     if outcome.status == "retry":
-        webhooks_deliver.apply_async((delivery_id,), countdown=outcome.retry_in)
+        webhooks_deliver.apply_async((delivery_id, outcome.attempts), countdown=outcome.retry_in)
     return outcome.status

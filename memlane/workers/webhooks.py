@@ -34,23 +34,31 @@ _BATCH = 500
 @dataclass(frozen=True, slots=True)
 class SendOutcome:
     status: Literal["delivered", "retry", "dead", "skipped"]
+    attempts: int = 0  # made so far, this one included
     retry_in: float = 0.0
 
 
-def due(settings: Settings) -> list[int]:
-    """The deliveries due now (beat's tick publishes one task each)."""
-    with unit_of_work(settings.resolved_database_url) as session:
-        return deliveries.due(session, now=utcnow(), limit=_BATCH)
+def _lease(settings: Settings) -> timedelta:
+    """How long a published or claimed delivery waits before it is due again: longer
+    than a send can take."""
+    return timedelta(seconds=settings.webhook_timeout_s + 30)
 
 
-def deliver(delivery_id: int, settings: Settings) -> SendOutcome:
-    """One send of one delivery, if it is still due; what to do next."""
-    lease = timedelta(seconds=settings.webhook_timeout_s + 30)
+def publish_due(settings: Settings) -> list[tuple[int, int]]:
+    """The deliveries due now, as (id, attempts): beat's tick publishes one task each."""
     with unit_of_work(settings.resolved_database_url) as session:
-        claimed = deliveries.claim(session, delivery_id, now=utcnow(), lease=lease)
-    if claimed is None:  # settled, not yet due, or gone with its user or subscription
+        return deliveries.publish_due(session, now=utcnow(), lease=_lease(settings), limit=_BATCH)
+
+
+def deliver(delivery_id: int, attempts: int, settings: Settings) -> SendOutcome:
+    """One send of one delivery, if `attempts` (its token) still holds; what to do next."""
+    with unit_of_work(settings.resolved_database_url) as session:
+        claimed = deliveries.claim(
+            session, delivery_id, attempts=attempts, now=utcnow(), lease=_lease(settings)
+        )
+    if claimed is None:  # sent by another message, settled, or gone with its user
         return SendOutcome("skipped")
-    attempts = claimed.attempts + 1
+    attempts = claimed.attempts
     body = json.dumps(claimed.body, separators=(",", ":"), sort_keys=True).encode()
     headers = {
         "Content-Type": "application/json",
@@ -72,10 +80,8 @@ def deliver(delivery_id: int, settings: Settings) -> SendOutcome:
         status_code = response.status_code
         if response.is_success:
             with unit_of_work(settings.resolved_database_url) as session:
-                deliveries.delivered(
-                    session, delivery_id, status_code=status_code, attempts=attempts, now=utcnow()
-                )
-            return SendOutcome("delivered")
+                deliveries.delivered(session, delivery_id, status_code=status_code, now=utcnow())
+            return SendOutcome("delivered", attempts=attempts)
         error = f"HTTP {status_code}: {response.text[:200]}"
         retryable = status_code >= 500 or status_code in _RETRIED_STATUSES
         retry_after = parse_retry_after(response.headers.get("Retry-After"), now=utcnow())
@@ -94,14 +100,13 @@ def deliver(delivery_id: int, settings: Settings) -> SendOutcome:
             delivery_id,
             error=error,
             status_code=status_code,
-            attempts=attempts,
             retry_at=None if delay is None else utcnow() + timedelta(seconds=delay),
         )
     if delay is None:
         log.warning(
             "webhook delivery %s dead after %d attempt(s): %s", delivery_id, attempts, error
         )
-        return SendOutcome("dead")
+        return SendOutcome("dead", attempts=attempts)
     log.info(
         "webhook delivery %s attempt %d failed (%s); again in %.1fs",
         delivery_id,
@@ -109,4 +114,4 @@ def deliver(delivery_id: int, settings: Settings) -> SendOutcome:
         error,
         delay,
     )
-    return SendOutcome("retry", retry_in=delay)
+    return SendOutcome("retry", attempts=attempts, retry_in=delay)

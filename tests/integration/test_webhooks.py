@@ -24,7 +24,12 @@ from tests.webhook_receiver import Receiver
 pytestmark = pytest.mark.timeout(240)
 
 # fast retries, so a test sees several attempts in seconds
-FAST = {"webhook_every_s": "0.5", "webhook_backoff_s": "0.3", "webhook_max_backoff_s": "1"}
+FAST = {
+    "webhook_every_s": "0.5",
+    "webhook_backoff_s": "0.3",
+    "webhook_max_backoff_s": "1",
+    "webhook_timeout_s": "5",
+}
 
 
 def said(conversation: str, user: str, fact: str) -> dict[str, Any]:
@@ -139,6 +144,7 @@ def test_an_erased_users_pending_deliveries_are_dropped(
                     and all(d.attempts >= 1 for d in deliveries(db_url))
                 ),
                 "both events tried",
+                timeout=120,  # a loaded machine; a lost send comes back after its lease
             )
             pending_ids = {d.event_id for d in deliveries(db_url)}
             assert {d.status for d in deliveries(db_url)} == {"pending"}

@@ -1,5 +1,12 @@
-"""Deliveries' progress: which are due, claiming one for a send (a lease, so one sender
-at a time and a crashed one's delivery comes back), and what became of the send."""
+"""Deliveries' progress: publishing those due, claiming one for a send, and what became
+of the send.
+
+A delivery's `attempts` is its claim token: publishing hands out (id, attempts), and a
+send claims the row only while its attempts are still that number, counting the attempt
+as it claims. So of two messages for one attempt (beat's tick and a retry's own, or a
+message redelivered), one sends and the other finds nothing to do. Publishing and
+claiming each move `next_attempt_at` a lease ahead: a message lost, or a sender that
+died mid-send, leaves the delivery due again after the lease (at least once)."""
 
 from __future__ import annotations
 
@@ -23,31 +30,40 @@ class Claimed:
     id: int
     url: str
     secret: str
-    attempts: int  # made before this one
+    attempts: int  # this one included
     body: dict[str, Any]
 
 
-def due(session: Session, *, now: datetime, limit: int) -> list[int]:
-    """Pending deliveries whose time has come, oldest first."""
-    return list(
-        session.scalars(
-            select(_D.id)
-            .where(_D.status == "pending", _D.next_attempt_at <= now)
-            .order_by(_D.next_attempt_at, _D.id)
-            .limit(limit)
-        )
+def publish_due(
+    session: Session, *, now: datetime, lease: timedelta, limit: int
+) -> list[tuple[int, int]]:
+    """The pending deliveries whose time has come, oldest first, as (id, attempts) to
+    publish; each leased, so the next tick does not publish it again meanwhile."""
+    due = (
+        select(_D.id)
+        .where(_D.status == "pending", _D.next_attempt_at <= now)
+        .order_by(_D.next_attempt_at, _D.id)
+        .limit(limit)
     )
-
-
-def claim(session: Session, delivery_id: int, *, now: datetime, lease: timedelta) -> Claimed | None:
-    """Take the delivery for one send, if it is pending and due: its next attempt moves
-    `lease` ahead, so no other sender takes it meanwhile and, should this one die, it is
-    due again after the lease (at least once). None: not due, settled or gone (its user
-    erased, its subscription removed)."""
     taken = session.execute(
         update(_D)
-        .where(_D.id == delivery_id, _D.status == "pending", _D.next_attempt_at <= now)
+        .where(_D.id.in_(due.scalar_subquery()), _D.next_attempt_at <= now)
         .values(next_attempt_at=now + lease)
+        .returning(_D.id, _D.attempts)
+    )
+    return sorted((row.id, row.attempts) for row in taken)
+
+
+def claim(
+    session: Session, delivery_id: int, *, attempts: int, now: datetime, lease: timedelta
+) -> Claimed | None:
+    """Take the delivery for one send if it is pending with `attempts` made (the token it
+    was published with), counting this attempt. None: another message's send took it,
+    it is settled, or gone (its user erased, its subscription removed)."""
+    taken = session.execute(
+        update(_D)
+        .where(_D.id == delivery_id, _D.status == "pending", _D.attempts == attempts)
+        .values(attempts=attempts + 1, next_attempt_at=now + lease)
     )
     if not taken.rowcount:  # type: ignore[attr-defined]
         return None
@@ -73,15 +89,12 @@ def claim(session: Session, delivery_id: int, *, now: datetime, lease: timedelta
     return Claimed(id=row.id, url=hook.url, secret=hook.secret, attempts=row.attempts, body=body)
 
 
-def delivered(
-    session: Session, delivery_id: int, *, status_code: int, attempts: int, now: datetime
-) -> None:
+def delivered(session: Session, delivery_id: int, *, status_code: int, now: datetime) -> None:
     session.execute(
         update(_D)
         .where(_D.id == delivery_id)
         .values(
             status="delivered",
-            attempts=attempts,
             response_status=status_code,
             last_error=None,
             delivered_at=now,
@@ -97,12 +110,10 @@ def failed(
     *,
     error: str,
     status_code: int | None,
-    attempts: int,
     retry_at: datetime | None,
 ) -> None:
     """A failed send: due again at `retry_at`, or dead (None: out of attempts, or refused)."""
     values: dict[str, Any] = {
-        "attempts": attempts,
         "last_error": error[:2000],
         "response_status": status_code,
     }
