@@ -105,7 +105,7 @@ def memory_events(
     user_id: str,
     actor: str,
     at: datetime,
-    events: Iterable[tuple[str, str, Mapping[str, Any]]],
+    events: Iterable[tuple[str, str, Mapping[str, Any] | None]],
 ) -> int:
     """Deliveries of memory events just written (memory id, kind, detail), named by
     their `memory_events` rows."""
