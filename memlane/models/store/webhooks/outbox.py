@@ -55,45 +55,48 @@ class Event:
     data: Mapping[str, Any]
 
 
-def _subscribers(session: Session, types: set[str], user_id: str | None) -> list[str]:
-    """The ids of the subscriptions to any of `types` whose user glob takes `user_id`."""
+@dataclass(frozen=True, slots=True)
+class _Hook:
+    id: str
+    events: frozenset[str]
+    users: str | None
+
+    def wants(self, event_type: str, user_id: str | None) -> bool:
+        if event_type not in self.events:
+            return False
+        return self.users is None or (user_id is not None and fnmatchcase(user_id, self.users))
+
+
+def _hooks(session: Session, types: set[str]) -> list[_Hook]:
+    """The subscriptions to any of `types` (one read of the small `webhooks` table)."""
     rows = session.execute(select(WebhookRow.id, WebhookRow.events, WebhookRow.users)).all()
-    return [
-        row.id
-        for row in rows
-        if types & set(row.events)
-        and (row.users is None or (user_id is not None and fnmatchcase(user_id, row.users)))
-    ]
+    hooks = [_Hook(row.id, frozenset(row.events), row.users) for row in rows]
+    return [hook for hook in hooks if hook.events & types]
 
 
-def record(session: Session, events: Sequence[Event], *, at: datetime) -> int:
-    """Owe each event to every subscription that wants it; how many deliveries."""
-    if not events:
-        return 0
-    hooks = session.execute(select(WebhookRow.id, WebhookRow.events, WebhookRow.users)).all()
-    rows = []
+def record(
+    session: Session, hooks: Sequence[_Hook], events: Sequence[Event], *, at: datetime
+) -> int:
+    """Owe each event to every subscription of `hooks` that wants it; how many deliveries.
+    One event id per event, whichever subscriptions it goes to."""
+    rows: list[dict[str, Any]] = []
     for event in events:
         event_id = f"evt_{uuid.uuid4().hex}"
-        for hook in hooks:
-            if event.type not in hook.events:
-                continue
-            if hook.users is not None and (
-                event.user_id is None or not fnmatchcase(event.user_id, hook.users)
-            ):
-                continue
-            rows.append(
-                {
-                    "webhook_id": hook.id,
-                    "event_id": event_id,
-                    "event_type": event.type,
-                    "user_id": event.user_id,
-                    "occurred_at": at,
-                    "data": dict(event.data),
-                    "status": "pending",
-                    "attempts": 0,
-                    "next_attempt_at": at,
-                }
-            )
+        rows.extend(
+            {
+                "webhook_id": hook.id,
+                "event_id": event_id,
+                "event_type": event.type,
+                "user_id": event.user_id,
+                "occurred_at": at,
+                "data": dict(event.data),
+                "status": "pending",
+                "attempts": 0,
+                "next_attempt_at": at,
+            }
+            for hook in hooks
+            if hook.wants(event.type, event.user_id)
+        )
     if rows:
         session.execute(_INSERT, rows)
     return len(rows)
@@ -109,8 +112,12 @@ def memory_events(
 ) -> int:
     """Deliveries of memory events just written (memory id, kind, detail), named by
     their `memory_events` rows."""
-    typed = [(m, k, MEMORY_EVENT_TYPES[k]) for m, k, _ in events if k in MEMORY_EVENT_TYPES]
-    if not typed or not _subscribers(session, {t for _, _, t in typed}, user_id):
+    sent = [(m, MEMORY_EVENT_TYPES[k]) for m, k, _ in events if k in MEMORY_EVENT_TYPES]
+    types = {event_type for _, event_type in sent}
+    if not sent:
+        return 0
+    hooks = [h for h in _hooks(session, types) if any(h.wants(t, user_id) for t in types)]
+    if not hooks:
         return 0
     written = session.execute(
         select(MemoryEventRow.id, MemoryEventRow.memory_id, MemoryEventRow.kind)
@@ -118,12 +125,13 @@ def memory_events(
             MemoryEventRow.user_id == user_id,
             MemoryEventRow.at == at,
             MemoryEventRow.actor == actor[:120],
-            MemoryEventRow.memory_id.in_({m for m, _, _ in typed}),
+            MemoryEventRow.memory_id.in_({m for m, _ in sent}),
         )
         .order_by(MemoryEventRow.id)
     ).all()
     return record(
         session,
+        hooks,
         [
             Event(
                 MEMORY_EVENT_TYPES[row.kind],
@@ -140,17 +148,19 @@ def memory_events(
 def job_finished(session: Session, job_id: str, *, status: str, at: datetime) -> int:
     """A `job.done` or `job.failed` delivery, when someone subscribes to it."""
     event_type = f"job.{status}"
+    hooks = _hooks(session, {event_type})
+    if not hooks:
+        return 0
     job = session.execute(
         select(Job.user_id, Job.conversation_id).where(Job.id == job_id)
     ).one_or_none()
-    if job is None or not _subscribers(session, {event_type}, job.user_id):
+    if job is None:
         return 0
     data = {"job_id": job_id, "conversation_id": job.conversation_id}
-    return record(session, [Event(event_type, job.user_id, data)], at=at)
+    return record(session, hooks, [Event(event_type, job.user_id, data)], at=at)
 
 
 def user_erased(session: Session, user_id: str, *, at: datetime) -> int:
     """A `user.erased` delivery (after the erasure deleted the user's pending ones)."""
-    if not _subscribers(session, {"user.erased"}, user_id):
-        return 0
-    return record(session, [Event("user.erased", user_id, {})], at=at)
+    hooks = _hooks(session, {"user.erased"})
+    return record(session, hooks, [Event("user.erased", user_id, {})], at=at) if hooks else 0
