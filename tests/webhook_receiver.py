@@ -1,11 +1,13 @@
 """A real HTTP receiver of webhooks for tests, on 127.0.0.1: it records every request
 (headers and raw body) and answers each event's first `fail_first` sends with a 500,
-or every send with `status_for_all` when set."""
+or every send with `status_for_all` when set; `slow_first_s` holds each event's first
+answer that long (a sender's timeout)."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,8 +27,9 @@ class Received:
 
 
 class Receiver:
-    def __init__(self, *, fail_first: int = 0) -> None:
+    def __init__(self, *, fail_first: int = 0, slow_first_s: float = 0.0) -> None:
         self.fail_first = fail_first
+        self.slow_first_s = slow_first_s
         self.status_for_all: int | None = None
         self.received: list[Received] = []
         self._sends: Counter[str] = Counter()
@@ -44,6 +47,9 @@ class Receiver:
                     else:
                         answer = 500 if receiver._sends[event_id] <= receiver.fail_first else 200
                     receiver.received.append(Received(dict(self.headers), body, answer))
+                    first = receiver._sends[event_id] == 1
+                if first and receiver.slow_first_s:
+                    time.sleep(receiver.slow_first_s)
                 self.send_response(answer)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

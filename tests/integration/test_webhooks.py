@@ -193,6 +193,23 @@ def test_dead_after_the_last_attempt_and_at_once_on_a_refusal(
     assert {row["webhook_id"] for row in json.loads(shown.output)} == {broken.id, gone.id}
 
 
+def test_a_timed_out_send_is_sent_again_and_the_event_id_tells_the_repeat(
+    db_url: str, redis_url: str, fleet: Callable[..., WorkerProcess]
+) -> None:
+    with Receiver(slow_first_s=3) as receiver:
+        Webhooks(db_url).add(WebhookCreate(url=receiver.url, events=["job.done"]))
+        fleet(db_url, webhook_timeout_s="1")
+        with lane_for(db_url, redis_url) as lane:
+            wait_for_jobs(db_url, lane.enqueue(said("c1", "u1", "I live in Lisbon.")).job_ids)
+        wait_until(lambda: deliveries(db_url)[0].status == "delivered", "delivered")
+        (delivery,) = deliveries(db_url)
+        sends = [r.event["id"] for r in receiver.received]
+    # the receiver got it twice (the first answer came after the sender gave up): at
+    # least once, and the same event id lets it drop the repeat
+    assert sends == [delivery.event_id] * 2 and len(receiver.accepted()) == 1
+    assert delivery.attempts == 2
+
+
 def test_content_only_when_asked_read_at_send_time(
     db_url: str, redis_url: str, fleet: Callable[..., WorkerProcess]
 ) -> None:
