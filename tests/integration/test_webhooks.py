@@ -19,6 +19,7 @@ from memlane.service.facade import Memlane
 from memlane.service.webhooks import Webhooks
 from tests.integration.fleet import WorkerProcess, fleet_env, wait_for_jobs
 from tests.integration.test_cli import cli
+from tests.llm_stub import LLMStub, malformed
 from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.timeout(240)
@@ -191,6 +192,25 @@ def test_dead_after_the_last_attempt_and_at_once_on_a_refusal(
     shown = cli(db_url, "webhooks", "deliveries", "--status", "dead", "--json")
     assert shown.exit_code == 0, shown.output
     assert {row["webhook_id"] for row in json.loads(shown.output)} == {broken.id, gone.id}
+
+
+def test_a_failed_job_is_told_with_its_id(
+    db_url: str, redis_url: str, fleet: Callable[..., WorkerProcess]
+) -> None:
+    with Receiver() as receiver, LLMStub() as stub:
+        stub.script([malformed("no JSON here, sorry")] * 3)  # every attempt of the job
+        Webhooks(db_url).add(WebhookCreate(url=receiver.url, events=["job.done", "job.failed"]))
+        model = {"llm_model": "openai/stub-model", "llm_api_base": stub.base_url}
+        fleet(db_url, llm_api_key="x", **model)
+        with lane_for(db_url, redis_url) as lane:
+            job_ids = lane.enqueue(said("c1", "u1", "I live in Lisbon.")).job_ids
+            assert wait_for_jobs(db_url, job_ids) == {job_ids[0]: "failed"}
+        wait_until(lambda: len(receiver.accepted()) == 1, "the failure told")
+    (told,) = receiver.accepted()
+    assert (told.event["type"], told.event["data"]) == (
+        "job.failed",
+        {"job_id": job_ids[0], "conversation_id": "c1"},
+    )
 
 
 def test_a_timed_out_send_is_sent_again_and_the_event_id_tells_the_repeat(
