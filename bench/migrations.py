@@ -1,6 +1,6 @@
 """How long a data migration takes on a 100k-memory store.
 
-    python -m bench.migrations [--backends postgresql,sqlite] [--to 0010]
+    python -m bench.migrations [--backends postgresql,sqlite] [--to 0012]
 
 Builds a store at revision 0004 with raw SQL (100 users, 100k memories each evidenced by
 a message of its conversation, half of them made by a job, 10k jobs and episodes, 100k
@@ -9,7 +9,8 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
 at 0009, 1M postings), 0011 (done jobs' extractions dropped: each of the 10k jobs
-keeps one of ten memories at 0010). PostgreSQL uses its own scratch database, dropped afterwards.
+keeps one of ten memories at 0010), 0012 (the webhook tables). PostgreSQL uses its own
+scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -107,8 +108,8 @@ def _fill_extractions(url: str) -> None:
 
 
 def _number(revision: str) -> int:
-    """A revision's number: 11 for "0011"."""
-    return int(revision[:4])
+    """A revision's number: 11 for "0011" (or a branch's "0011_name", before it is renumbered)."""
+    return int(revision.split("_", 1)[0])
 
 
 def _time(url: str, postgres: bool, target: str) -> float:
@@ -117,7 +118,7 @@ def _time(url: str, postgres: bool, target: str) -> float:
     before = f"{_number(target) - 1:04d}"
     if before != "0004":
         migrate.upgrade(url, before)
-    if _number(target) == 10:  # the postings 0010 sizes (written as 0009 wrote them)
+    if _number(target) == 10:  # postings without their sizes: the store 0010 rewrites
         _fill_keywords(url, postgres)
     if _number(target) >= 11:
         _fill_extractions(url)

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from memlane.api import errors as api_errors
 from memlane.api.deps import TRANSCRIPTS_PATH, Runtime
 from memlane.api.metrics import ApiMetrics
-from memlane.api.routes import context, health, ingest, items, jobs, memories, users
+from memlane.api.routes import context, health, ingest, items, jobs, memories, users, webhooks
 from memlane.api.ui import install as install_inspector
 from memlane.config import startup
 from memlane.config.settings import Settings
@@ -79,7 +79,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     app.state.runtime = runtime
     app.state.metrics = ApiMetrics(lambda: runtime.settings.resolved_database_url)
     app.add_middleware(_Timed, metrics=app.state.metrics)
-    for routes in (ingest, jobs, users, context, memories, items, health):
+    for routes in (ingest, jobs, users, context, memories, items, webhooks, health):
         app.include_router(routes.router)
     install_inspector(app)  # the /ui pages (memlane.api.ui)
     api_errors.install(

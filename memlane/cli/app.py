@@ -28,6 +28,7 @@ from memlane.cli import ops as cli_ops
 from memlane.cli import reembed as cli_reembed
 from memlane.cli import search as cli_search
 from memlane.cli import users as cli_users
+from memlane.cli import webhooks as cli_webhooks
 from memlane.cli.common import (
     AsJson,
     MemlaneGroup,
@@ -247,6 +248,7 @@ app.add_typer(cli_jobs.jobs_app, name="jobs")
 app.add_typer(cli_jobs.packs_app, name="packs")
 app.add_typer(cli_ops.db_app, name="db")
 app.add_typer(cli_users.app, name="users")
+app.add_typer(cli_webhooks.app, name="webhooks")
 app.command("sweep")(cli_jobs.sweep)  # `memlane jobs sweep`, where retention looks for it
 app.command("reembed")(cli_reembed.reembed)
 app.command("worker")(cli_ops.worker)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -44,6 +44,14 @@ from memlane.models.schemas import (
     SearchHit,
     SearchRequest,
     TranscriptIn,
+)
+from memlane.models.webhook_schemas import (
+    DeliveryPublic,
+    DeliveryStatus,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookEventType,
+    WebhookPublic,
 )
 from memlane.pipeline.records import Category, MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
 
@@ -118,6 +126,40 @@ class AsyncClient:
     @route("DELETE", "/v1/users/{user_id}/fingerprints")
     async def lift_fingerprints(self, user_id: str) -> LiftedOut:
         return await self._send(Calls.lift_fingerprints(user_id))
+
+    @route("POST", "/v1/webhooks")
+    async def add_webhook(
+        self,
+        url: str,
+        events: Sequence[WebhookEventType],
+        *,
+        users: str | None = None,
+        include_content: bool = False,
+    ) -> WebhookCreated:
+        """Subscribe `url` to events (an admin key); the answer's secret signs every
+        delivery: keep it for `memlane.client.webhooks.verify`."""
+        webhook = WebhookCreate(
+            url=url, events=list(events), users=users, include_content=include_content
+        )
+        return await self._send(Calls.add_webhook(webhook))
+
+    @route("GET", "/v1/webhooks")
+    async def webhooks(self) -> list[WebhookPublic]:
+        return await self._send(Calls.webhooks())
+
+    @route("DELETE", "/v1/webhooks/{webhook_id}")
+    async def remove_webhook(self, webhook_id: str) -> None:
+        return await self._send(Calls.remove_webhook(webhook_id))
+
+    @route("GET", "/v1/webhooks/deliveries")
+    async def webhook_deliveries(
+        self,
+        *,
+        status: DeliveryStatus | None = None,
+        webhook_id: str | None = None,
+        limit: int = 100,
+    ) -> list[DeliveryPublic]:
+        return await self._send(Calls.webhook_deliveries(status, webhook_id, limit))
 
     async def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2

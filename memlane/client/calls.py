@@ -41,6 +41,13 @@ from memlane.models.schemas import (
     SearchRequest,
     TranscriptIn,
 )
+from memlane.models.webhook_schemas import (
+    DeliveryPublic,
+    DeliveryStatus,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookPublic,
+)
 from memlane.pipeline.records import Procedure, SoulBlock, SoulKind
 
 T = TypeVar("T")
@@ -270,6 +277,31 @@ class Calls:
             "/v1/users/{user_id}/procedures/{procedure}", user_id=user_id, procedure=procedure
         )
         return Call("DELETE", path, _nothing)
+
+    @staticmethod
+    def add_webhook(webhook: WebhookCreate) -> Call[WebhookCreated]:
+        body = webhook.model_dump(mode="json")
+        return Call("POST", "/v1/webhooks", _model(WebhookCreated), json=body)
+
+    @staticmethod
+    def webhooks() -> Call[list[WebhookPublic]]:
+        return Call("GET", "/v1/webhooks", _model(list[WebhookPublic]))
+
+    @staticmethod
+    def remove_webhook(webhook_id: str) -> Call[None]:
+        return Call("DELETE", _path("/v1/webhooks/{id}", id=webhook_id), _nothing)
+
+    @staticmethod
+    def webhook_deliveries(
+        status: DeliveryStatus | None, webhook_id: str | None, limit: int
+    ) -> Call[list[DeliveryPublic]]:
+        params: dict[str, Any] = {"limit": limit}
+        if status is not None:
+            params["status"] = status
+        if webhook_id is not None:
+            params["webhook_id"] = webhook_id
+        path = "/v1/webhooks/deliveries"
+        return Call("GET", path, _model(list[DeliveryPublic]), params=params)
 
     @staticmethod
     def metrics() -> Call[str]:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -43,6 +43,14 @@ from memlane.models.schemas import (
     SearchHit,
     SearchRequest,
     TranscriptIn,
+)
+from memlane.models.webhook_schemas import (
+    DeliveryPublic,
+    DeliveryStatus,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookEventType,
+    WebhookPublic,
 )
 from memlane.pipeline.records import Category, MemoryStatus, Procedure, SoulBlock, SoulKind, Tier
 
@@ -122,6 +130,40 @@ class Client:
     def lift_fingerprints(self, user_id: str) -> LiftedOut:
         """Let the user's purged facts be learned again (their fingerprints deleted)."""
         return self._send(Calls.lift_fingerprints(user_id))
+
+    @route("POST", "/v1/webhooks")
+    def add_webhook(
+        self,
+        url: str,
+        events: Sequence[WebhookEventType],
+        *,
+        users: str | None = None,
+        include_content: bool = False,
+    ) -> WebhookCreated:
+        """Subscribe `url` to events (an admin key); the answer's secret signs every
+        delivery: keep it for `memlane.client.webhooks.verify`."""
+        webhook = WebhookCreate(
+            url=url, events=list(events), users=users, include_content=include_content
+        )
+        return self._send(Calls.add_webhook(webhook))
+
+    @route("GET", "/v1/webhooks")
+    def webhooks(self) -> list[WebhookPublic]:
+        return self._send(Calls.webhooks())
+
+    @route("DELETE", "/v1/webhooks/{webhook_id}")
+    def remove_webhook(self, webhook_id: str) -> None:
+        return self._send(Calls.remove_webhook(webhook_id))
+
+    @route("GET", "/v1/webhooks/deliveries")
+    def webhook_deliveries(
+        self,
+        *,
+        status: DeliveryStatus | None = None,
+        webhook_id: str | None = None,
+        limit: int = 100,
+    ) -> list[DeliveryPublic]:
+        return self._send(Calls.webhook_deliveries(status, webhook_id, limit))
 
     def wait(
         self, job_ids: list[str], *, timeout: float = 300.0, poll_s: float = 0.2

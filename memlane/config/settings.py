@@ -119,6 +119,19 @@ class Settings(BaseSettings):
     stuck_after_s: float = Field(600.0, gt=0, description="job age before the sweep re-enqueues")
     sweep_every_s: float = Field(60.0, gt=0)
 
+    # --- webhooks (memlane.workers.webhooks)
+    webhook_every_s: float = Field(
+        5.0, gt=0, description="how often beat looks for webhook deliveries due"
+    )
+    webhook_timeout_s: float = Field(10.0, gt=0, le=120, description="one delivery's HTTP timeout")
+    webhook_max_attempts: int = Field(
+        8, ge=1, le=50, description="sends of one delivery before it is dead"
+    )
+    webhook_backoff_s: float = Field(
+        10.0, gt=0, description="the wait after a first failed send, doubling after each"
+    )
+    webhook_max_backoff_s: float = Field(3600.0, gt=0, description="the longest wait between sends")
+
     # --- retention (enforced by the sweep); None keeps for ever
     message_retention_days: float | None = Field(
         None, gt=0, description="days a message's text is kept (the sweep purges it after)"

@@ -421,3 +421,51 @@ class ContextPackRow(Base):
     user_id: Mapped[str] = mapped_column(String(200))
     assembled_at: Mapped[datetime] = mapped_column(UTC_DT)
     body: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class WebhookRow(Base):
+    """A webhook subscription (migration 0011): where to POST which events, for which
+    users (a glob over user ids, None: all), signed with its secret."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    url: Mapped[str] = mapped_column(Text)
+    events: Mapped[list[str]] = mapped_column(JSON)
+    users: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # the HMAC key of its signatures: kept as is, since every delivery is signed with it
+    secret: Mapped[str] = mapped_column(String(64))
+    include_content: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+
+
+class WebhookDeliveryRow(Base):
+    """One event owed to one subscription (migration 0011), written in the transaction of
+    the event itself: `pending` until a 2xx, `dead` after the last attempt or a refusal.
+    The body holds ids only; a subscription that asks for content gets it read at send
+    time, so a purge or an erasure leaves nothing here to send."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        UniqueConstraint("webhook_id", "event_id", name="uq_webhook_deliveries_event"),
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_webhook_deliveries_user", "user_id"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    webhook_id: Mapped[str] = mapped_column(
+        String(40), ForeignKey("webhooks.id", ondelete="CASCADE")
+    )
+    event_id: Mapped[str] = mapped_column(String(40))
+    event_type: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    occurred_at: Mapped[datetime] = mapped_column(UTC_DT)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTC_DT)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    response_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)

@@ -61,6 +61,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_send_sent_event": True,
         "beat_schedule": {
             "memlane-sweep": {"task": "memlane.sweep", "schedule": settings.sweep_every_s},
+            "memlane-webhooks": {
+                "task": "memlane.webhooks.dispatch",
+                "schedule": settings.webhook_every_s,
+            },
         },
         "timezone": "UTC",
     }

@@ -12,7 +12,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from sqlalchemy.exc import OperationalError
 
 from memlane.config.settings import get_settings
-from memlane.workers import reembed, runner, sweeper
+from memlane.workers import reembed, runner, sweeper, webhooks
 from memlane.workers.app import app
 from memlane.workers.errors import TransientProviderError
 
@@ -100,3 +100,24 @@ def reembed_user(self: Task, user_id: str, model: str, dim: int) -> dict[str, An
             countdown=exc.retry_after or 10, max_retries=settings.llm_max_retries
         ) from exc
     return {"user_id": user_id, "embedded": outcome.embedded, "swapped": outcome.swapped}
+
+
+@app.task(name="memlane.webhooks.dispatch", **_DB_RETRY)
+def webhooks_dispatch() -> int:
+    """Beat's tick: one send task per delivery due (each new event, a retry whose own
+    message was lost, a delivery whose sender died)."""
+    due = webhooks.publish_due(get_settings())
+    for delivery_id, attempts in due:
+        webhooks_deliver.apply_async((delivery_id, attempts))
+    return len(due)
+
+
+@app.task(name="memlane.webhooks.deliver", **_DB_RETRY)
+def webhooks_deliver(delivery_id: int, attempts: int) -> str:
+    """One send, if no other message's send took this attempt (`attempts`: the claim
+    token); a failed one is sent again after its backoff, by this message's successor or
+    by beat's tick, whichever comes first."""
+    outcome = webhooks.deliver(delivery_id, attempts, get_settings())
+    if outcome.status == "retry":
+        webhooks_deliver.apply_async((delivery_id, outcome.attempts), countdown=outcome.retry_in)
+    return outcome.status

@@ -69,7 +69,7 @@ class WorkerProcess(CeleryProcess):
         self,
         env: Mapping[str, str],
         *,
-        queues: str = "ingest,extract,store",
+        queues: str = "ingest,extract,store,webhooks",
         pool: str = "threads",
         concurrency: int = 4,
         name: str = "w1",

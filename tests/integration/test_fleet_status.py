@@ -33,7 +33,7 @@ def test_a_broker_that_is_down_is_degraded_and_the_api_stays_ready(pg: str) -> N
         assert answer.status_code == 200
         status = answer.json()
         assert status["status"] == "degraded" and status["broker"].startswith("unreachable")
-        assert {q["name"] for q in status["queues"]} == {"ingest", "extract", "store"}
+        assert {q["name"] for q in status["queues"]} == {"ingest", "extract", "store", "webhooks"}
         assert all(q["workers"] is None for q in status["queues"])
         assert "no job can be published" in status["problems"][0]
         context = client.post("/v1/context", json={"user_id": "u1", "query": "tea"})

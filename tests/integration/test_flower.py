@@ -14,9 +14,12 @@ import httpx
 import pytest
 
 from memlane.config.settings import load_settings
+from memlane.models.webhook_schemas import WebhookCreate
 from memlane.service.facade import Memlane
+from memlane.service.webhooks import Webhooks
 from tests.integration.fleet import ROOT, WorkerProcess, fleet_env, stop_group, wait_for_jobs
 from tests.integration.test_fleet import transcript
+from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.timeout(180)
 AUTH = ("ops", "s3cret")
@@ -119,6 +122,20 @@ def test_flower_lists_the_workers_and_their_tasks(pg: str, redis_url: str, tmp_p
         assert {"memlane.extract", "memlane.store"} <= names
         # Task arguments are ids: Flower shows no user content.
         assert all("TypeScript" not in str(task.get("args")) for task in tasks.values())
+        # the webhooks queue, its tasks' args the delivery ids (beat's tick, sent by hand)
+        with (
+            Receiver() as receiver,
+            Memlane(load_settings(database_url=pg, broker_url=redis_url)) as lane,
+        ):
+            Webhooks(pg).add(WebhookCreate(url=receiver.url, events=["memory.forgotten"]))
+            lane.forget("u1", lane.list_memories("u1")[0].id)
+            from memlane.workers import tasks as celery_tasks
+
+            celery_tasks.webhooks_dispatch.apply_async()
+            poll(lambda: seen("memlane.webhooks.dispatch", "memlane.webhooks.deliver"))
+            assert len(receiver.accepted()) == 1
+        queues = {q["name"] for w in workers.values() for q in w.get("active_queues") or []}
+        assert "webhooks" in queues, workers
         metrics = httpx.get(f"{base}/metrics", auth=AUTH, timeout=10)
         assert metrics.status_code == 200 and "flower_events_total" in metrics.text
     finally:

@@ -52,7 +52,7 @@ def test_every_procfile_process_starts_by_its_command_line(
     pg: str, redis_url: str, tmp_path: Path
 ) -> None:
     commands = procfile()
-    assert set(commands) == {"release", "web", "worker", "extract", "beat", "flower"}
+    assert set(commands) == {"release", "web", "worker", "extract", "webhooks", "beat", "flower"}
     web_port, flower_port = free_port(), free_port()
     bin_dir = str(Path(sys.executable).parent)  # memlane and celery, as installed
     deployment = {
@@ -78,7 +78,7 @@ def test_every_procfile_process_starts_by_its_command_line(
     assert release.returncode == 0, release.stderr.decode()[-2000:]
     running = {
         name: start(commands[name], env, tmp_path / f"{name}.log")
-        for name in ("web", "worker", "extract", "beat", "flower")
+        for name in ("web", "worker", "extract", "webhooks", "beat", "flower")
     }
 
     def logs() -> str:
@@ -89,17 +89,17 @@ def test_every_procfile_process_starts_by_its_command_line(
 
     try:
         wait_until_up(f"http://127.0.0.1:{web_port}/healthz", timeout=60)
-        hosts = {name.split("@")[0] for name in ping_all(redis_url, expected=2)}
-        assert hosts == {"worker", "extract"}, logs()
+        hosts = {name.split("@")[0] for name in ping_all(redis_url, expected=3)}
+        assert hosts == {"worker", "extract", "webhooks"}, logs()
         wait_until_up(f"http://127.0.0.1:{flower_port}/healthcheck", timeout=60)
         flower = f"http://127.0.0.1:{flower_port}/api/workers"
         assert httpx.get(flower, timeout=10).status_code == 401
         deadline = time.monotonic() + 60
         seen: dict = {}
-        while time.monotonic() < deadline and len(seen) < 2:
+        while time.monotonic() < deadline and len(seen) < 3:
             seen = httpx.get(f"{flower}?refresh=1", auth=AUTH, timeout=20).json()
             time.sleep(0.5)
-        assert {name.split("@")[0] for name in seen} == {"worker", "extract"}, logs()
+        assert {name.split("@")[0] for name in seen} == {"worker", "extract", "webhooks"}, logs()
         # Flower serves /metrics to anyone, basic auth or not: docs/deployment.md says so, and how
         # to keep it private.
         metrics = httpx.get(f"http://127.0.0.1:{flower_port}/metrics", timeout=10)

@@ -53,7 +53,10 @@ def test_compose_has_every_service_with_healthchecks_where_they_run_long() -> No
     assert services["migrate"]["command"] == ["memlane", "db", "upgrade"]
 
 
-@pytest.mark.parametrize(("service", "process"), [("worker", "worker"), ("extract", "extract")])
+@pytest.mark.parametrize(
+    ("service", "process"),
+    [("worker", "worker"), ("extract", "extract"), ("webhooks", "webhooks")],
+)
 def test_compose_workers_match_the_procfile(service: str, process: str) -> None:
     argv = compose()["services"][service]["command"]
     proc = procfile()[process]
@@ -119,6 +122,7 @@ def _as_run(argv: list[str]) -> list[str]:
         ("api", "web"),
         ("worker", "worker"),
         ("extract", "extract"),
+        ("webhooks", "webhooks"),
         ("beat", "beat"),
         ("flower", "flower"),
     ],

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import JobPublic, JobStage, JobStatus
+from memlane.models.store.webhooks import outbox
 from memlane.models.tables import Conversation, Job
 from memlane.pipeline.errors import MemlaneError, NotFoundError
 from memlane.pipeline.extraction.cadence import WindowSpec
@@ -228,17 +229,20 @@ def requeue(session: Session, job: Job, *, error: str, now: datetime) -> None:
 
 def fail(session: Session, job_id: str, *, error: str, now: datetime) -> None:
     """Out of retries, or bad data: failed for good, with its reason, until retried."""
-    session.execute(
+    failed = session.execute(
         update(Job)
         .where(Job.id == job_id, Job.status != "done")
         .values(status="failed", last_error=error[:4000], updated_at=now, finished_at=now)
     )
+    if failed.rowcount:  # type: ignore[attr-defined]
+        outbox.job_finished(session, job_id, status="failed", at=now)
 
 
 def done(session: Session, job_id: str, *, now: datetime, suppressed: int = 0) -> None:
     """The store stage succeeded, and the job's extraction is dropped; `suppressed`:
     extracted memories not stored (purged or forgotten facts said again)."""
     session.execute(_DONE, {"job_id": job_id, "now": now, "suppressed": suppressed})
+    outbox.job_finished(session, job_id, status="done", at=now)
 
 
 def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelta) -> Job:

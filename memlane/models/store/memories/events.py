@@ -8,10 +8,11 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, delete, insert, select
+from sqlalchemy import Connection, Table, delete, insert, select
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import EventKind, MemoryEvent
+from memlane.models.store.webhooks import outbox
 from memlane.models.tables import MemoryEventRow
 from memlane.pipeline.errors import NotFoundError
 
@@ -41,9 +42,9 @@ def record_many(
     at: datetime,
     events: Iterable[tuple[str, EventKind, Mapping[str, Any] | None]],
 ) -> None:
-    """Events of one actor at one time, in one statement (a store job writes a batch).
-    A detail's `conversation_id` is also kept in its column, for deleting a
-    conversation."""
+    """Events of one actor at one time, in one statement (a store job writes a batch),
+    and the webhook deliveries owed for them (models/store/webhooks/outbox.py). A detail's
+    `conversation_id` is also kept in its column, for deleting a conversation."""
     listed = [(memory_id, kind, dict(detail or {})) for memory_id, kind, detail in events]
     if not listed:
         return
@@ -65,7 +66,19 @@ def record_many(
                 "details": [json.dumps(detail) for _, _, detail in listed],
             },
         )
-        return
+    else:
+        _insert_rows(connection, user_id=user_id, actor=actor, at=at, listed=listed)
+    outbox.memory_events(session, user_id=user_id, actor=actor, at=at, events=listed)
+
+
+def _insert_rows(
+    connection: Connection,
+    *,
+    user_id: str,
+    actor: str,
+    at: datetime,
+    listed: list[tuple[str, EventKind, dict[str, Any]]],
+) -> None:
     connection.execute(
         _INSERT,
         [

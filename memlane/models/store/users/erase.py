@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from memlane.models.store.memories import memories
 from memlane.models.store.users import erasures
+from memlane.models.store.webhooks import deliveries, outbox
 from memlane.models.tables import (
     ContextPackRow,
     Conversation,
@@ -70,7 +71,11 @@ def erase(session: Session, user_id: str, *, now: datetime) -> dict[str, int]:
         counts[table.__tablename__] = _deleted(
             session, delete(table).where(table.user_id == user_id)
         )
+    # none of the user's events is sent after this (not even one waiting for a retry);
+    # subscribers hear of the erasure itself
+    counts["webhook_deliveries"] = deliveries.drop_user(session, user_id)
     erasures.fence(session, user_id, now=now)
+    outbox.user_erased(session, user_id, at=now)
     return counts
 
 
