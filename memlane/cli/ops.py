@@ -204,6 +204,7 @@ def serve(
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
+        access_log=False,  # memlane.api.access_log's lines name the key; uvicorn's cannot
     )
 
 
