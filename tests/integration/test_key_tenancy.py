@@ -265,6 +265,7 @@ def test_the_table_keeps_a_keyed_hash_never_the_key(client: TestClient, lane: Me
     assert all(secret not in str(value) for value in row.values())
     expected = hmac.new(PEPPER.encode(), secret.encode(), hashlib.sha256).hexdigest()
     assert row["key_hash"] == expected and row["id"] == key.split("_")[1]
+
     def listed(value: Any) -> Any:  # JSON: text on SQLite, decoded on PostgreSQL
         return json.loads(value) if isinstance(value, str) else value
 
