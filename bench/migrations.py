@@ -8,7 +8,8 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 `--to`: 0005 (confirmed_at, refs, dated episodes, the change feed), 0007 (memory_events,
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
-at 0009, 1M postings), 0011 (the api_keys table). PostgreSQL uses its own scratch database, dropped afterwards.
+at 0009, 1M postings), 0011 (the api_keys table). PostgreSQL uses its own scratch
+database, dropped afterwards.
 """
 
 from __future__ import annotations

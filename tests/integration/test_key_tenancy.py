@@ -316,3 +316,7 @@ def test_with_no_key_anywhere_the_api_is_open_until_one_is_made(db_url: str) -> 
         assert client.get(f"/v1/users/{ACME}/memories").status_code == 401
         key = made.json()["key"]
         assert client.get(f"/v1/users/{ACME}/memories", headers=bearer(key)).status_code == 200
+        # revoking the only key does not open the API again
+        assert client.post("/v1/keys/first/revoke", headers=bearer(key)).status_code == 200
+        for headers in ({}, bearer(key)):
+            assert client.get(f"/v1/users/{ACME}/memories", headers=headers).status_code == 401

@@ -31,13 +31,10 @@ def all_keys(session: Session) -> list[ApiKeyRow]:
     return list(session.scalars(select(ApiKeyRow).order_by(ApiKeyRow.name, ApiKeyRow.created_at)))
 
 
-def live_key_exists(session: Session, *, now: datetime) -> bool:
-    """Whether any key is neither revoked nor expired (the API is open only without one)."""
-    query = select(ApiKeyRow.id).where(
-        ApiKeyRow.revoked_at.is_(None),
-        or_(ApiKeyRow.expires_at.is_(None), ApiKeyRow.expires_at > now),
-    )
-    return session.scalars(query.limit(1)).first() is not None
+def any_key_exists(session: Session) -> bool:
+    """Whether any key was ever made: the API is open only before the first (revoking
+    or letting every key expire must not open it again)."""
+    return session.scalars(select(ApiKeyRow.id).limit(1)).first() is not None
 
 
 def touch(session: Session, key_id: str, *, now: datetime) -> None:

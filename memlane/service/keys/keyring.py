@@ -102,7 +102,7 @@ class Keyring:
         ]
         self._rows: dict[str, _Cached] = {}
         self._touched: dict[str, float] = {}
-        self._open: tuple[bool, float] | None = None  # (no live key in the store, read at)
+        self._open: tuple[bool, float] | None = None  # (no key ever made, read at)
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ checking a key
@@ -130,7 +130,7 @@ class Keyring:
 
     def verify(self, token: str) -> KeyGrant | None:
         """The key's grant, or None when it is no key, revoked or expired. With no key
-        anywhere (none configured, none live in the store) every request is let in."""
+        anywhere (none configured, none ever made in the store) every request is let in."""
         found = self.cached(token)
         if found is not False:
             return found if isinstance(found, KeyGrant) else None
@@ -174,10 +174,9 @@ class Keyring:
     def _is_open(self) -> bool:
         entry = self._open
         if entry is None or time.monotonic() - entry[1] > CACHE_S:
-            now = self.clock()
             with unit_of_work(self.url) as session:
-                live = store.live_key_exists(session, now=now)
-            entry = (not live, time.monotonic())
+                made = store.any_key_exists(session)
+            entry = (not made, time.monotonic())
             self._open = entry
         return entry[0]
 

@@ -1,0 +1,66 @@
+"""`memlane keys` on both backends: a key printed once on stdout and checked by the
+keyring, listed without its secret, rotated (both valid in the grace period) and revoked;
+bad input exits 2 and stores nothing."""
+
+from __future__ import annotations
+
+import json
+
+from memlane.service.keys.keyring import Keyring
+from tests.integration.test_cli import cli
+
+
+def test_create_list_rotate_revoke(db_url: str) -> None:
+    made = cli(
+        db_url,
+        "keys",
+        "create",
+        "--name",
+        "acme-app",
+        "--users",
+        "acme:*",
+        "--users",
+        "beta",
+        "--scopes",
+        "read",
+        "--expires",
+        "30d",
+        "--rate",
+        "5",
+    )
+    assert made.exit_code == 0, made.output
+    key = made.stdout.strip()
+    assert key.startswith("mlk_") and "\n" not in key
+    grant = Keyring(db_url).verify(key)
+    assert grant is not None and grant.users == ("acme:*", "beta") and grant.scopes == {"read"}
+    assert grant.rate_per_s == 5.0 and grant.actor == "api:acme-app"
+
+    listed = cli(db_url, "keys", "list", "--json")
+    (info,) = json.loads(listed.stdout)
+    assert info["name"] == "acme-app" and info["state"] == "active" and info["expires_at"]
+    assert key.split("_", 2)[2] not in listed.stdout
+
+    rotated = cli(db_url, "keys", "rotate", "acme-app", "--grace", "1h")
+    assert rotated.exit_code == 0, rotated.output
+    new = rotated.stdout.strip()
+    keyring = Keyring(db_url)
+    assert keyring.verify(key) is not None and keyring.verify(new) is not None
+
+    revoked = cli(db_url, "keys", "revoke", "acme-app")
+    assert revoked.exit_code == 0 and "revoked acme-app" in revoked.stderr
+    keyring = Keyring(db_url)
+    assert keyring.verify(key) is None and keyring.verify(new) is None
+    assert cli(db_url, "keys", "revoke", "acme-app").exit_code == 1  # none left to revoke
+
+
+def test_bad_input_exits_2_and_stores_nothing(db_url: str) -> None:
+    for args in (
+        ("--name", "x", "--scopes", "owner"),
+        ("--name", "bad name"),
+        ("--name", "x", "--users", "a*b"),
+        ("--name", "x", "--expires", "soon"),
+    ):
+        result = cli(db_url, "keys", "create", *args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.startswith("error: "), result.stderr
+    assert json.loads(cli(db_url, "keys", "list", "--json").stdout) == []
