@@ -26,7 +26,7 @@ from memlane.config.settings import load_settings
 from memlane.models.db import get_engine, unit_of_work
 from memlane.models.tables import ApiKeyRow
 from memlane.service.facade import Memlane
-from memlane.service.keys.keyring import Keyring
+from memlane.service.keys.keyring import CACHE_S, Keyring
 from tests.unit.test_route_scopes import api_routes
 
 ADMIN = "admin:bootstrap-key-5c1e"
@@ -238,7 +238,7 @@ def test_expired_revoked_and_rotated_keys(client: TestClient, lane: Memlane) -> 
 
     old = make_key(client, "rotating", users=["acme:*"], scopes=["read"])
     rotated = client.post(
-        "/v1/keys/rotating/rotate", json={"grace_s": 2}, headers=bearer("bootstrap-key-5c1e")
+        "/v1/keys/rotating/rotate", json={"grace_s": 4}, headers=bearer("bootstrap-key-5c1e")
     )
     assert rotated.status_code == 201
     new = rotated.json()["key"]
@@ -246,7 +246,7 @@ def test_expired_revoked_and_rotated_keys(client: TestClient, lane: Memlane) -> 
     assert rotated.json()["info"]["scopes"] == ["read"]
     for key in (old, new):  # both valid during the grace period
         assert client.get(path, headers=bearer(key)).status_code == 200
-    time.sleep(2.1)
+    time.sleep(4.1)
     assert client.get(path, headers=bearer(old)).status_code == 401
     assert client.get(path, headers=bearer(new)).status_code == 200
     listed = client.get("/v1/keys", headers=bearer("bootstrap-key-5c1e")).json()
@@ -320,3 +320,18 @@ def test_with_no_key_anywhere_the_api_is_open_until_one_is_made(db_url: str) -> 
         assert client.post("/v1/keys/first/revoke", headers=bearer(key)).status_code == 200
         for headers in ({}, bearer(key)):
             assert client.get(f"/v1/users/{ACME}/memories", headers=headers).status_code == 401
+
+
+def test_another_process_sees_a_revocation_within_the_cache_time(db_url: str) -> None:
+    now = [0.0]
+    serving = Keyring(db_url, ticks=lambda: now[0])  # another process's keyring
+    admin = Keyring(db_url)
+    key = admin.create("app", users=["acme:*"]).key
+    assert serving.verify(key) is not None
+    assert serving.cached(key) is not False  # now answered without the database
+    admin.revoke("app")
+    now[0] += CACHE_S - 0.1
+    assert serving.verify(key) is not None  # still cached there
+    now[0] += 0.2
+    assert serving.verify(key) is None
+    assert serving.verify("mlk_000000000000_" + "x" * 43) is None  # an unknown id

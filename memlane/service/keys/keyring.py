@@ -36,6 +36,7 @@ from memlane.service.keys.reach import (
 
 CACHE_S = 5.0
 TOUCH_S = 60.0
+CACHE_MAX = 10_000  # key ids kept (found or not); random ids sent by a caller cannot grow it
 
 
 def utcnow() -> datetime:
@@ -93,8 +94,9 @@ class Keyring:
         bootstrap: Sequence[SecretStr] = (),
         pepper: SecretStr | None = None,
         clock: Callable[[], datetime] = utcnow,
+        ticks: Callable[[], float] = time.monotonic,  # the cache's clock
     ) -> None:
-        self.url, self.clock = url, clock
+        self.url, self.clock, self._ticks = url, clock, ticks
         self._pepper = pepper.get_secret_value() if pepper is not None else None
         self._bootstrap = [
             (secret, actor.removeprefix("api").removeprefix(":"))
@@ -114,7 +116,7 @@ class Keyring:
             found = self._bootstrap_grant(token)
             if found is not None or secrets.split_key(token) is None:
                 return found
-        elif self._open is None or time.monotonic() - self._open[1] > CACHE_S:
+        elif self._open is None or self._ticks() - self._open[1] > CACHE_S:
             return False
         elif self._open[0]:
             return OPEN
@@ -122,7 +124,7 @@ class Keyring:
         if parts is None:
             return None
         entry = self._rows.get(parts[0])
-        if entry is None or time.monotonic() - entry.read_at > CACHE_S:
+        if entry is None or self._ticks() - entry.read_at > CACHE_S:
             return False
         if entry.row is not None and self._touch_due(entry.row.id):
             return False
@@ -141,16 +143,18 @@ class Keyring:
             return None
         key_id, secret = parts
         entry = self._rows.get(key_id)
-        if entry is None or time.monotonic() - entry.read_at > CACHE_S:
+        if entry is None or self._ticks() - entry.read_at > CACHE_S:
             with unit_of_work(self.url) as session:
                 row = store.key_by_id(session, key_id)
                 if row is not None:
                     session.expunge(row)
-            entry = _Cached(row, time.monotonic())
+            entry = _Cached(row, self._ticks())
+            if len(self._rows) >= CACHE_MAX:
+                self._rows.clear()
             self._rows[key_id] = entry
         grant = self._grant(entry.row, secret)
         if grant is not None and entry.row is not None and self._touch_due(key_id):
-            self._touched[key_id] = time.monotonic()
+            self._touched[key_id] = self._ticks()
             now = self.clock()
             one_statement(self.url, lambda session: store.touch(session, key_id, now=now))
         return grant
@@ -169,14 +173,14 @@ class Keyring:
         return KeyGrant(name=names[0]) if raw and names else None
 
     def _touch_due(self, key_id: str) -> bool:
-        return time.monotonic() - self._touched.get(key_id, -TOUCH_S) >= TOUCH_S
+        return self._ticks() - self._touched.get(key_id, -TOUCH_S) >= TOUCH_S
 
     def _is_open(self) -> bool:
         entry = self._open
-        if entry is None or time.monotonic() - entry[1] > CACHE_S:
+        if entry is None or self._ticks() - entry[1] > CACHE_S:
             with unit_of_work(self.url) as session:
                 made = store.any_key_exists(session)
-            entry = (not made, time.monotonic())
+            entry = (not made, self._ticks())
             self._open = entry
         return entry[0]
 
