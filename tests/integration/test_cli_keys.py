@@ -1,13 +1,19 @@
 """`memlane keys` on both backends: a key printed once on stdout and checked by the
 keyring, listed without its secret, rotated (both valid in the grace period) and revoked;
-bad input exits 2 and stores nothing."""
+bad input exits 2 and stores nothing; `memlane serve` on a public address with stored keys
+alone, its access log naming the key."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import httpx
 
 from memlane.service.keys.keyring import Keyring
 from tests.integration.test_cli import cli
+from tests.integration.test_flower import free_port, wait_until_up
+from tests.integration.test_startup_guards import MEMLANE, NO_KEYS, run, start, stop
 
 
 def test_create_list_rotate_revoke(db_url: str) -> None:
@@ -64,3 +70,24 @@ def test_bad_input_exits_2_and_stores_nothing(db_url: str) -> None:
         assert result.exit_code == 2, (args, result.output)
         assert result.stderr.startswith("error: "), result.stderr
     assert json.loads(cli(db_url, "keys", "list", "--json").stdout) == []
+
+
+def test_serve_on_a_public_address_starts_with_stored_keys_alone(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'api.db'}"
+    argv = [*MEMLANE, "serve", "--host", "0.0.0.0", "--port", str(port := free_port())]
+    refused = run(argv, tmp_path, MEMLANE_DATABASE_URL=db)  # no key anywhere yet
+    assert refused.returncode != 0 and NO_KEYS in refused.stderr
+    made = cli(db, "keys", "create", "--name", "app", "--scopes", "read")
+    assert made.exit_code == 0, made.output
+    server = start(argv, tmp_path, tmp_path / "serve.log", MEMLANE_DATABASE_URL=db)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/healthz", timeout=60)
+        url = f"http://127.0.0.1:{port}/v1/users/u1/memories"
+        assert httpx.get(url, timeout=10).status_code == 401
+        key = {"Authorization": f"Bearer {made.stdout.strip()}"}
+        assert httpx.get(url, headers=key, timeout=10).status_code == 200
+        log = (tmp_path / "serve.log").read_text()
+        assert "GET /v1/users/u1/memories 200" in log and "key=api:app" in log
+        assert made.stdout.strip() not in log
+    finally:
+        stop(server)

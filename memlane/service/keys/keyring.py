@@ -184,6 +184,10 @@ class Keyring:
             self._open = entry
         return entry[0]
 
+    def closed(self) -> bool:
+        """Whether requests need a key: a bootstrap key is set or a key was ever made."""
+        return bool(self._bootstrap) or not self._is_open()
+
     def forget_cache(self) -> None:
         """Drop what this process knows (a key changed here is seen at once)."""
         with self._lock:
@@ -277,6 +281,16 @@ class Keyring:
             info = info_of(row, now)
         self.forget_cache()
         return NewKey(key=key, info=info)
+
+
+def stored_keys_guard(url: str) -> bool:
+    """True when the store at `url` holds keys, so a server without MEMLANE_API_KEYS is
+    not open; False when it holds none or cannot be read now (the caller then refuses
+    an open server as before)."""
+    try:
+        return Keyring(url).closed()
+    except Exception:  # the database down or not migrated: no keys known
+        return False
 
 
 def parse_duration(text: str) -> timedelta:
