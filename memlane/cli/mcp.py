@@ -41,8 +41,8 @@ def mcp(
     forget, and the user's memories as a resource. Over stdio, the --user's only. Over
     HTTP, API keys (stored ones, or MEMLANE_API_KEYS) are required as bearer tokens
     whenever any exists, and each tool reaches the users the caller's key reaches; on an
-    address other than loopback MEMLANE_API_KEYS must be set (or --allow-unauthenticated
-    given)."""
+    address other than loopback keys must exist (MEMLANE_API_KEYS, or stored ones) or
+    --allow-unauthenticated be given."""
     from memlane.config import startup
     from memlane.config.settings import load_settings
     from memlane.service.input_checks import check_text
@@ -54,6 +54,13 @@ def mcp(
     if user_id:
         user_id = check_text(user_id, "user_id")  # read as every door reads it: stripped
     if transport == "http":
+        if not (startup.is_loopback(host) or settings.api_keys):
+            from memlane.service.keys.keyring import stored_keys_guard
+
+            # keys made with `memlane keys create` close the server as MEMLANE_API_KEYS does
+            allow_unauthenticated = allow_unauthenticated or stored_keys_guard(
+                settings.resolved_database_url
+            )
         startup.require_auth(
             settings,
             host,

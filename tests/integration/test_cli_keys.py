@@ -6,6 +6,7 @@ alone, its access log naming the key."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -89,5 +90,26 @@ def test_serve_on_a_public_address_starts_with_stored_keys_alone(tmp_path: Path)
         log = (tmp_path / "serve.log").read_text()
         assert "GET /v1/users/u1/memories 200" in log and "key=api:app" in log
         assert made.stdout.strip() not in log
+    finally:
+        stop(server)
+
+
+def test_mcp_over_http_on_a_public_address_starts_with_stored_keys_alone(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'mcp.db'}"
+    port = free_port()
+    argv = [*MEMLANE, "mcp", "--transport", "http", "--host", "0.0.0.0", "--port", str(port)]
+    assert NO_KEYS in run(argv, tmp_path, MEMLANE_DATABASE_URL=db).stderr
+    assert cli(db, "keys", "create", "--name", "agent").exit_code == 0
+    server = start(argv, tmp_path, tmp_path / "mcp.log", MEMLANE_DATABASE_URL=db)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        answer = None
+        for _ in range(600):
+            try:
+                answer = httpx.post(url, json={}, timeout=2)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert answer is not None and answer.status_code == 401
     finally:
         stop(server)
