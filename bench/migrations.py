@@ -8,8 +8,9 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 `--to`: 0005 (confirmed_at, refs, dated episodes, the change feed), 0007 (memory_events,
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
-at 0009, 1M postings), 0011 (the api_keys table). PostgreSQL uses its own scratch
-database, dropped afterwards.
+at 0009, 1M postings), 0011 (done jobs' extractions dropped: each of the 10k jobs
+keeps one of ten memories at 0010), 0012 (the api_keys table). PostgreSQL uses its own
+scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -93,14 +94,34 @@ def _fill_keywords(url: str, postgres: bool) -> None:
             conn.execute(text(statement))
 
 
+def _fill_extractions(url: str) -> None:
+    """The 10k done jobs each keep an extraction of ten memories and an episode, as
+    every done job did before 0011 (what 0011 drops)."""
+    memory = {"content": "User fact number 12345 in a sentence.", "category": "fact",
+              "importance": 0.5, "confidence": 1.0, "source_seq": 3}  # fmt: skip
+    extraction = {
+        "memories": [memory] * 10,
+        "episode": {"summary": "A conversation about many facts.", "topics": ["facts"]},
+    }
+    with get_engine(url).begin() as conn:
+        conn.execute(text("UPDATE jobs SET extraction = :e"), {"e": json.dumps(extraction)})
+
+
+def _number(revision: str) -> int:
+    """A revision's number: 11 for "0011"."""
+    return int(revision[:4])
+
+
 def _time(url: str, postgres: bool, target: str) -> float:
     migrate.upgrade(url, "0004")
     _fill(url, postgres)
-    before = f"{int(target) - 1:04d}"
+    before = f"{_number(target) - 1:04d}"
     if before != "0004":
         migrate.upgrade(url, before)
-    if int(target) == 10:  # postings in 0009's shape: 0010 sizes them (later: no postings)
+    if _number(target) == 10:  # the postings 0010 sizes (written as 0009 wrote them)
         _fill_keywords(url, postgres)
+    if _number(target) >= 11:
+        _fill_extractions(url)
     get_engine(url).dispose()
     started = time.perf_counter()
     migrate.upgrade(url, target)
@@ -128,9 +149,9 @@ def main() -> None:
         else:
             with tempfile.TemporaryDirectory() as scratch:
                 figures[backend] = _time(f"sqlite:///{scratch}/m.db", False, args.to)
-        step = f"{int(args.to) - 1:04d} → {args.to}"
+        step = f"{_number(args.to) - 1:04d} → {args.to}"
         print(f"{backend}: {step} on {MEMORIES:,} memories in {figures[backend]:.1f} s")
-    key = f"seconds_{int(args.to) - 1:04d}_to_{args.to}"
+    key = f"seconds_{_number(args.to) - 1:04d}_to_{args.to}"
     print(json.dumps({"machine": machine(), key: figures}))
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL (with the pgvector extension) and Redis are up on this machine, and
-# that Debian's chromium is installed (tests/integration/test_api_docs.py).
+# that Debian's chromium is installed (tests/integration/test_api_docs.py, and the
+# inspector's Playwright tests, tests/integration/test_inspector_browser.py: Playwright drives
+# this chromium; it never downloads a browser of its own).
 # Idempotent: each step checks before it acts. Fails loudly, naming what is missing.
 set -euo pipefail
 

@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     verdict.note(
         "jobs running at each kill", [event["jobs_running_at_kill"] for event in run.events]
     )
-    verdict.note("enqueues that raised during the outages", len(run.enqueue_errors))
+    verdict.note("enqueues that raised, nothing stored", len(run.enqueue_errors))
+    # BrokerUnavailableError: the transcript is stored and the sweep publishes its jobs
+    verdict.note("enqueues that raised, stored and queued", len(run.enqueues_kept))
     verdict.note(
         "kills after which a worker exited within the settle time",
         sum(1 for e in run.events if e["exited"]),

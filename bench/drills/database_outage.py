@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         event["still_running"],
     )
     verdict.note("seconds until none of them was running", event["resumed_in_s"])
-    verdict.note("enqueues that raised", len(run.enqueue_errors))
+    verdict.note("enqueues that raised, nothing stored", len(run.enqueue_errors))
+    verdict.note("enqueues that raised, stored and queued", len(run.enqueues_kept))
     note_restarts(verdict, "", run)
     stored = total - len(run.enqueue_errors)
     verdict.check("jobs done", stored, run.counts.get("done", 0))

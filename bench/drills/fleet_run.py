@@ -16,6 +16,7 @@ from bench.common import flush_redis, truncate
 from bench.drills.common import StoreState, Verdict, store_state
 from bench.fleet import Fleet, job_counts, running_fleet, wait_all_finished
 from memlane.config.settings import load_settings
+from memlane.pipeline.errors import BrokerUnavailableError
 from memlane.service.facade import Memlane
 
 # The sweep republishes what the broker lost or a killed worker held, after this long
@@ -28,10 +29,14 @@ class RunResult:
     counts: dict[str, int]
     state: StoreState
     seconds: float
+    # enqueues that raised and stored nothing
     enqueue_errors: list[str] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     # workers that exited on their own and were started again, as a supervisor does
     restarts: list[str] = field(default_factory=list)
+    # enqueues that raised BrokerUnavailableError: the transcript is stored and its jobs
+    # stay queued for the sweep, as the error says, so they must end done like the rest
+    enqueues_kept: list[str] = field(default_factory=list)
 
 
 Damage = Callable[[Fleet, dict[str, int]], dict[str, Any] | None]
@@ -56,6 +61,7 @@ def run_corpus(
     truncate(db_url)
     flush_redis(broker_url)
     errors: list[str] = []
+    kept: list[str] = []
     events: list[dict[str, Any]] = []
     restarts: list[str] = []
     started = time.monotonic()
@@ -72,7 +78,7 @@ def run_corpus(
     ):
         lane = Memlane(load_settings(database_url=db_url, broker_url=broker_url))
         feeder = threading.Thread(
-            target=_enqueue, args=(lane, corpus, enqueue_threads, errors), daemon=True
+            target=_enqueue, args=(lane, corpus, enqueue_threads, errors, kept), daemon=True
         )
         feeder.start()
 
@@ -89,17 +95,23 @@ def run_corpus(
         counts = wait_all_finished(db_url, len(corpus), timeout=timeout, on_poll=supervise)
         lane.close()
     state = store_state(db_url, users, per_user)
-    return RunResult(counts, state, time.monotonic() - started, errors, events, restarts)
+    return RunResult(counts, state, time.monotonic() - started, errors, events, restarts, kept)
 
 
 def _enqueue(
-    lane: Memlane, corpus: Sequence[dict[str, Any]], threads: int, errors: list[str]
+    lane: Memlane,
+    corpus: Sequence[dict[str, Any]],
+    threads: int,
+    errors: list[str],
+    kept: list[str],
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     def one(item: dict[str, Any]) -> None:
         try:
             lane.enqueue(item)
+        except BrokerUnavailableError as exc:  # stored; the sweep publishes its jobs
+            kept.append(f"{type(exc).__name__}: {exc}"[:300])
         except Exception as exc:  # recorded: a drill says what the caller saw
             errors.append(f"{type(exc).__name__}: {exc}"[:300])
 

@@ -123,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         verdict.note("redis restarted at", f"{event['at_share']:.0%} of jobs finished")
         verdict.note("messages and keys lost", event["keys_lost"])
         verdict.note("jobs queued at the restart", event["jobs_queued_at_restart"])
-    verdict.note("enqueues that raised during the outage", len(hit.enqueue_errors))
-    if hit.enqueue_errors:
-        verdict.note("first enqueue error", hit.enqueue_errors[0][:120])
+    verdict.note("enqueues that raised, nothing stored", len(hit.enqueue_errors))
+    verdict.note("enqueues that raised, stored and queued", len(hit.enqueues_kept))
+    if raised := hit.enqueue_errors + hit.enqueues_kept:
+        verdict.note("first enqueue error", raised[0][:120])
     checks(verdict, "restart run", hit, total, args.users, args.per_user, db_url)
     verdict.check("restart run memories == clean run's", clean.state.active, hit.state.active)
     verdict.check(

@@ -29,6 +29,7 @@ from memlane.api.access_log import AccessLog
 from memlane.api.deps import TRANSCRIPTS_PATH, Runtime
 from memlane.api.metrics import ApiMetrics
 from memlane.api.routes import context, health, ingest, items, jobs, keys, memories, users
+from memlane.api.ui import install as install_inspector
 from memlane.config import startup
 from memlane.config.settings import Settings
 from memlane.service.facade import Memlane
@@ -83,6 +84,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     app.add_middleware(AccessLog)
     for routes in (ingest, jobs, users, context, memories, items, keys, health):
         app.include_router(routes.router)
+    install_inspector(app)  # the /ui pages (memlane.api.ui)
     api_errors.install(
         app,
         max_body_bytes=lambda: runtime.settings.max_body_bytes,

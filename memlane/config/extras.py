@@ -8,7 +8,7 @@ are the `[project.optional-dependencies]` of pyproject.toml):
 - `embedded`: the facade on SQLite, the offline extractor, the MiniLM embedder, the CLI;
 - `postgres`: the PostgreSQL driver;
 - `fleet`: the Celery workers and the LLM adapter (litellm);
-- `server`: the HTTP API (FastAPI, uvicorn, Prometheus metrics);
+- `server`: the HTTP API (FastAPI, uvicorn, Prometheus metrics) and its inspector pages;
 - `mcp`: the MCP server; `flower`: Flower; `all`: everything.
 
 A part checks its third-party modules when it is imported, so a missing extra fails at the
@@ -64,4 +64,11 @@ EMBEDDED_MODULES = (
 )
 CLI_MODULES = ("typer", "rich")
 FLEET_MODULES = ("celery", "redis")
-SERVER_MODULES = ("fastapi", "fastapi_offline", "uvicorn", "prometheus_client")
+SERVER_MODULES = (
+    "fastapi",
+    "fastapi_offline",
+    "uvicorn",
+    "prometheus_client",
+    "jinja2",  # the inspector (memlane.api.ui)
+    "python_multipart",  # its forms
+)

@@ -395,7 +395,7 @@ class UserSecret(Base):
 
 
 class ApiKeyRow(Base):
-    """An API key (migration 0011): only a keyed hash of its secret
+    """An API key (migration 0012): only a keyed hash of its secret
     (memlane/service/keys/secrets.py), its name, scopes, user patterns and rate limit,
     and when it was made, expires, was last used (written at most once a minute per
     process) and was revoked. Rotating a key adds a row of the same name and gives the

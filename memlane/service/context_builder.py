@@ -27,6 +27,7 @@ from memlane.pipeline.assembly.budget import (
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.assembly.exact_walk import assemble_from_view, count_lines
 from memlane.pipeline.assembly.filters import procedures_for_query
+from memlane.pipeline.assembly.parts import forget_rendered_texts
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput
 from memlane.pipeline.assembly.tokens import encoding_for_model
 from memlane.pipeline.dedup.keywords import keywords
@@ -99,8 +100,11 @@ class ContextBuilder:
         query_embedding: Sequence[float] | None,
         weights: Weights | None,
         style: Style | None,
+        record: bool = True,
     ) -> AssembledContext:
-        """The context of `Memlane.assemble` (its arguments, checked by the facade)."""
+        """The context of `Memlane.assemble` (its arguments, checked by the facade).
+        `record=False` writes nothing: no pack saved, no access recorded (the
+        inspector's playground, memlane.service.inspector.playground)."""
         s = self.settings
         now = now or datetime.now(UTC)
         budget_tokens = resolve_budget(budget, self._budgets)
@@ -130,6 +134,8 @@ class ContextBuilder:
         # Off the request path: a background thread serialises, logs and saves the pack,
         # and another hands the included ids to the dispatcher a few times a second
         # (accessed_at moves in a worker); neither is waited for.
+        if not record:
+            return result
         self._pack_writer().submit(result.pack_data)
         self._access_recorder().add(result.included_memory_ids, now)
         return result
@@ -259,9 +265,12 @@ class ContextBuilder:
         return True
 
     def forget(self, user_id: str) -> None:
-        """Drop the user's view, if one was loaded (their data was erased)."""
+        """Drop the user's view, if one was loaded, and the process's caches of rendered
+        texts (their data was erased, or a memory of theirs purged): this process keeps
+        no copy of what was removed."""
         if self._working is not None:
             self._working.forget(user_id)
+        forget_rendered_texts()
 
     def _working_set(self) -> WorkingSet:
         if self._working is not None:

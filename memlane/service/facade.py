@@ -278,13 +278,21 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         """Delete one of the user's conversations ("delete this chat"): its messages,
         jobs and episodes, and the memories learned only from it; a memory that other
         conversations (or the user) also stated stays, without this one's evidence, and
-        one superseded by a deleted memory is active again
+        one superseded by a deleted memory is active again; the deleted memories leave
+        a purge's fingerprint and are taken out of what was derived from them
         (models/store/conversations/delete.py). Irreversible. What was done, counted."""
         self.flush()  # this process's packs in hand are written, so they can be deleted
         with unit_of_work(self.url) as session:
             counts = conversation_delete.delete_conversation(
-                session, user_id, conversation_id, actor=self._actor(actor), now=utcnow()
+                session,
+                user_id,
+                conversation_id,
+                actor=self._actor(actor),
+                now=utcnow(),
+                embed=self.embedder.embed,
+                embedding_model=self.embedder.name,
             )
+        self.contexts.forget(user_id)  # others' working sets follow the change feed
         log.info("deleted conversation %s of user %s: %s", conversation_id, user_id, counts)
         return counts
 

@@ -39,6 +39,7 @@ from memlane.service.input_checks import checked
 
 if TYPE_CHECKING:
     from memlane.config.settings import Settings
+    from memlane.service.context_builder import ContextBuilder
     from memlane.workers.embedders import Embedder
 
 _EDIT_FIELDS = frozenset(MemoryEdit.model_fields)
@@ -56,6 +57,7 @@ class MemoryCuration:
     if TYPE_CHECKING:
         settings: Settings
         url: str
+        contexts: ContextBuilder
 
         @property
         def embedder(self) -> Embedder: ...
@@ -224,18 +226,31 @@ class MemoryCuration:
     def forget(self, user_id: str, memory_id: str, *, actor: str | None = None) -> MemoryPublic:
         """Marks the memory deleted: it never reaches a context again, and a conversation
         that states it again does not bring it back (pipeline.dedup.plan rule 0). Reversible
-        (status active) until purged."""
+        (status active) until purged. Takes the user's lock, as the store stage does: a
+        job storing beside it sees the memory forgotten, or confirms it before."""
         with unit_of_work(self.url) as session:
+            memories.user_lock(session, user_id)
             return memory_changes.set_status(
                 session, user_id, memory_id, "deleted", actor=self._actor(actor)
             )
 
     @checked("user_id", "memory_id")
     def purge(self, user_id: str, memory_id: str, *, actor: str | None = None) -> str:
-        """Delete the memory for good (memory_changes.purge); its id. Forgetting is
-        reversible until then."""
+        """Delete the memory for good (memory_changes.purge: under the user's lock, with
+        what was derived from it); its id. Forgetting is reversible until then. This
+        process's working set drops the user at once (others at their next assembly for
+        them, by the change feed)."""
         with unit_of_work(self.url) as session:
-            return memory_changes.purge(session, user_id, memory_id, actor=self._actor(actor))
+            purged = memory_changes.purge(
+                session,
+                user_id,
+                memory_id,
+                actor=self._actor(actor),
+                embed=self.embedder.embed,
+                embedding_model=self.embedder.name,
+            )
+        self.contexts.forget(user_id)
+        return purged
 
     @checked("user_id")
     def lift_fingerprints(self, user_id: str) -> int:
@@ -296,6 +311,8 @@ class MemoryCuration:
             vector = self.embedder.embed([correction.content])[0]
         who = self._actor(actor)
         with unit_of_work(self.url) as session:
+            if status == "deleted":  # forgetting takes the user's lock (see `forget`)
+                memories.user_lock(session, user_id)
             public = rows.to_public(memories.get(session, user_id, memory_id))
             memory_id = public.id
             if status == "active":

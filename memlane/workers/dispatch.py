@@ -21,6 +21,10 @@ from memlane.workers.errors import TransientProviderError
 
 log = logging.getLogger("memlane.dispatch")
 
+# How often the in-process worker runs a stage again after losing the database while it
+# held a job (each wait capped at max_retry_sleep_s: about five minutes at the default).
+HELD_MAX_RETRIES = 60
+
 
 class Dispatcher(Protocol):
     def extract(self, job_ids: Sequence[str]) -> None: ...
@@ -220,11 +224,29 @@ class InProcessDispatcher:
                     self._pending -= 1
                     self._idle.notify_all()
 
-    def _job(self, stage: Callable[[str, Settings], runner.StageOutcome], job_id: str) -> None:
+    def _job(self, stage: Callable[..., runner.StageOutcome], job_id: str) -> None:
         """One stage of a job, retried here as Celery would; an extraction hands on to
-        its store stage."""
+        its store stage. A stage that lost the database while holding the job is run
+        again with that claim (`held_since`) once the database answers, as the Celery
+        tasks do, so the job does not sit `running` until the stuck sweep; past
+        HELD_MAX_RETRIES the sweep takes it back."""
+        held: datetime | None = None
+        lost = 0
         while True:
-            outcome = stage(job_id, self._settings)
+            try:
+                outcome = stage(job_id, self._settings, held_since=held)
+            except runner.DatabaseLost as exc:
+                if lost >= HELD_MAX_RETRIES:
+                    raise
+                held = exc.held_since
+                time.sleep(
+                    min(
+                        compute_backoff(lost, jitter=0.5, retry_after=None), self._max_retry_sleep_s
+                    )
+                )
+                lost += 1
+                continue
+            held = None  # a requeued or finished job holds nothing
             if outcome.next != "retry":
                 break
             time.sleep(min(outcome.retry_in or 0.0, self._max_retry_sleep_s))

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from memlane.config.settings import Settings
 from memlane.models.db import one_statement, unit_of_work
 from memlane.models.store.conversations import job_windows, jobs
-from memlane.models.store.memories import fingerprints, memories
+from memlane.models.store.memories import fingerprints, memories, scrub
 from memlane.models.store.reads import dedup as dedup_reads
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import context_items
@@ -215,6 +215,12 @@ def run_store(
         raise DatabaseLost(job_id, now) from exc
 
 
+DROPPED = (
+    "nothing to store: the job keeps no extraction (dropped when it was done, or with its "
+    "messages' text by MEMLANE_MESSAGE_RETENTION_DAYS); retry it to extract again"
+)
+
+
 def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOutcome:
     with unit_of_work(url) as session:
         claimed = job_windows.claim_with_times(
@@ -223,10 +229,13 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
         if claimed is None:
             return StageOutcome("skipped")
         job, stated_at = claimed
-        extraction = Extraction.model_validate(job.extraction or {})
+        kept = job.extraction
         attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
         new_from, window_end = job.new_from_seq, job.window_end_seq
+    if not kept:  # a store stage with nothing to store (jobs.retry sends it to extract)
+        return _fail(settings, job_id, MemlaneError(DROPPED))
+    extraction = Extraction.model_validate(kept)
 
     try:
         sightings = [
@@ -267,7 +276,13 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                     min_keywords=settings.dedup_min_keywords,
                 )
             )
+            episode = extraction.episode
             if kept_out:  # purged facts said again: not stored (pipeline/dedup/fingerprints.py)
+                said_again = [s.keywords for i, s in enumerate(sightings) if i in kept_out]
+                redacted = scrub.redact_said_again(session, user_id, episode, said_again)
+                if redacted is not None:  # nor summarised
+                    episode = redacted
+                    [episode_vector] = embedder.embed([episode.summary])
                 sightings = [s for i, s in enumerate(sightings) if i not in kept_out]
                 vectors = [v for i, v in enumerate(vectors) if i not in kept_out]
             plan = dedup.plan(
@@ -307,7 +322,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 user_id=user_id,
                 conversation_id=conversation_id,
                 job_id=job_id,
-                episode=extraction.episode,
+                episode=episode,
                 created_at=min(now, stated_at.get(window_end, now)),
                 embedding=episode_vector,
                 embedding_model=embedder.name,

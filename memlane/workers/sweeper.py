@@ -67,7 +67,7 @@ def sweep(
         with unit_of_work(settings.resolved_database_url) as session:
             cutoff = now - timedelta(days=settings.message_retention_days)
             result.messages_purged = retention.purge_messages(session, said_before=cutoff, now=now)
-            retention.clear_extractions(session, finished_before=cutoff)
+            retention.clear_extractions(session)
     if settings.pack_retention_days is not None:
         with unit_of_work(settings.resolved_database_url) as session:
             result.packs_deleted = retention.delete_packs(

@@ -63,3 +63,24 @@ def test_a_job_held_through_a_database_outage_runs_again_once_it_is_back(
         if worker is not None:
             worker.stop()
         server.shutdown()
+
+
+def test_the_embedded_worker_runs_a_job_held_through_an_outage_again(pg: str) -> None:
+    """The in-process worker (no broker) retries a stage that lost the database with its
+    claim, as the Celery tasks do; it used to log the error and leave the job `running`
+    until the stuck sweep of the next process to start."""
+    with LLMStub() as stub:
+        stub.delay_s = 2.0
+        stub.answer(memories=[{**PREFERS_TS, "content": "User keeps bees on the roof"}])
+        settings = load_settings(database_url=pg, stuck_after_s=600, **llm_settings(stub))
+        with Memlane(settings) as lane:
+            ids = lane.enqueue(transcript("c1", "u1", 5, final=True)).job_ids
+            deadline = time.monotonic() + 60
+            while not stub.requests:
+                assert time.monotonic() < deadline, "no LLM call"
+                time.sleep(0.05)
+            assert set(job_statuses(pg, ids).values()) == {"running"}
+            outage(str(make_url(pg).database), OUTAGE_S)
+            assert lane.wait(ids, timeout=30) == dict.fromkeys(ids, "done")
+            assert any("bees" in m.content for m in lane.list_memories("u1"))
+        assert len(stub.requests) >= 2  # the model was asked again after the outage

@@ -1,7 +1,8 @@
 """Deleting a conversation ("delete this chat"): its messages, jobs and episodes go, and
-so do the memories learned only from it; a memory another conversation (or the user)
-also stated stays without this one's evidence, and one it superseded comes back. Both
-backends; facade, API and CLI."""
+so do the memories learned only from it, leaving a purge's fingerprint (a later
+conversation or a merged import does not bring them back); a memory another
+conversation (or the user) also stated stays without this one's evidence, and one it
+superseded comes back. Both backends; facade, API and CLI."""
 
 from __future__ import annotations
 
@@ -9,13 +10,18 @@ from datetime import datetime
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from memlane.api.app import create_app
+from memlane.models.db import unit_of_work
+from memlane.models.tables import EpisodeRow
+from memlane.pipeline.dedup.redaction import MARKER
 from memlane.pipeline.errors import NotFoundError
 from memlane.pipeline.records import MemoryStatus
 from memlane.service.facade import Memlane
 from tests.integration.test_cli import cli
 from tests.integration.test_erase_user import hits
+from tests.integration.test_purge_gone import grep
 
 
 def say(lane: Memlane, conversation: str, *texts: str, user: str = "u1") -> None:
@@ -51,7 +57,7 @@ def test_what_only_the_conversation_taught_goes_the_rest_stays(
     deleted = lane.delete_conversation("u1", "c1")
     assert deleted == {
         "messages": 4, "jobs": 1, "episodes": 1, "memories_deleted": 1, "memories_kept": 1,
-        "memories_restored": 0, "context_packs": 1,
+        "memories_restored": 0, "episodes_redacted": 0, "context_packs": 1,
     }  # fmt: skip
     assert contents(lane) == [
         "User prefers black coffee at night.",
@@ -77,7 +83,12 @@ def test_what_only_the_conversation_taught_goes_the_rest_stays(
 
     lane.delete_conversation("u1", "c1b")  # a hand-made memory stays, its c1b evidence goes
     assert lane.get_memory("u1", hand.id).access_count == 1
-    say(lane, "c1", "I live in Zanzibarville.")  # the same id again is a new conversation
+    # the same id again is a new conversation; the deleted fact left a purge's
+    # fingerprint, so it is not learned again until the fingerprints are lifted
+    say(lane, "c1", "I live in Zanzibarville.")
+    assert "User lives in Zanzibarville." not in contents(lane)
+    assert lane.lift_fingerprints("u1") == 1
+    say(lane, "c1c", "I live in Zanzibarville.")
     assert "User lives in Zanzibarville." in contents(lane)
 
 
@@ -108,3 +119,23 @@ def test_the_api_and_the_cli_delete_a_conversation(lane: Memlane, db_url: str) -
     done = cli(db_url, "users", "delete-conversation", "--user", "u1", "c2", "--yes")
     assert done.exit_code == 0 and "1 memories deleted" in done.stderr
     assert contents(lane, None) == []
+
+
+def test_a_deleted_conversations_facts_stay_out_of_a_merged_import(
+    lane: Memlane, db_url: str
+) -> None:
+    say(lane, "c1", "I live in Zanzibarville.")
+    say(lane, "c2", "I work as a lighthouse keeper.")
+    export = list(lane.export_user("u1"))  # taken before the chat is deleted
+    lane.delete_conversation("u1", "c1")
+    assert contents(lane) == ["User works as a lighthouse keeper."]
+
+    counts = lane.import_user(export, merge=True)
+    assert counts["purged_memories"] == 1  # the fingerprint kept it out
+    assert contents(lane) == ["User works as a lighthouse keeper."]
+    assert lane.list_memories("u1", status="deleted") == []
+    # the export's episode of the deleted chat came back redacted: no word of the fact
+    assert grep(db_url, "zanzibar") == {}
+    with unit_of_work(db_url) as session:
+        summaries = session.scalars(select(EpisodeRow.summary).order_by(EpisodeRow.ref)).all()
+    assert len(summaries) == 2 and MARKER in summaries[0] and "lighthouse" in summaries[1]

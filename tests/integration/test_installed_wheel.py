@@ -112,6 +112,9 @@ def test_the_wheel_holds_only_memlane(wheel: Path) -> None:
     # the demo's conversations and tiktoken's BPE files (no litellm in an embedded install)
     assert "memlane/cli/examples/maya-01-auth-migration.json" in names
     assert "memlane/pipeline/assembly/encodings/9b5ad71b2ce5302211f9c61530b329a4922fc6a4" in names
+    # the inspector's templates and assets: its pages render from the package, offline
+    assert "memlane/api/ui/templates/base.html" in names
+    assert {"memlane/api/ui/static/ui.css", "memlane/api/ui/static/ui.js"} <= names
 
 
 def test_the_demo_runs_from_the_installed_wheel(

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -335,3 +336,26 @@ def test_another_process_sees_a_revocation_within_the_cache_time(db_url: str) ->
     now[0] += 0.2
     assert serving.verify(key) is None
     assert serving.verify("mlk_000000000000_" + "x" * 43) is None  # an unknown id
+
+
+def test_the_inspector_signs_no_one_in_while_only_stored_keys_close_the_api(db_url: str) -> None:
+    """The inspector's sessions know MEMLANE_API_KEYS only: with stored keys alone it must
+    not read "no key configured" as an open server."""
+    settings = load_settings(database_url=db_url, embedding_model="hashing")
+    with Memlane(settings) as lane, TestClient(create_app(lane), follow_redirects=False) as client:
+
+        def sign_in(key: str) -> Any:
+            form = client.get("/ui/signin")
+            token = re.search(r'name="csrf" value="([^"]+)"', form.text)
+            assert token is not None
+            return client.post("/ui/signin", data={"key": key, "csrf": token[1], "next": "/ui"})
+
+        assert sign_in("anything").status_code == 303  # open: no key anywhere (as before)
+        assert client.get("/ui/users").status_code == 200
+        made = Keyring(lane.url).create("app", users=["acme:*"]).key
+        runtime = client.app.state.runtime  # type: ignore[attr-defined]
+        runtime.keyring().forget_cache()  # as another process sees it within CACHE_S
+        assert client.get("/ui/users").status_code == 303  # the open session ends
+        for key in ("anything", made):
+            refused = sign_in(key)
+            assert refused.status_code == 303 and "failed=1" in refused.headers["location"]

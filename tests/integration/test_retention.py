@@ -25,6 +25,7 @@ from memlane.service.facade import Memlane
 from memlane.workers import sweeper
 from tests.integration.test_cli import cli
 from tests.integration.test_erase_user import hits
+from tests.integration.test_purge_gone import a_failed_store_job
 
 NOW = datetime.now(UTC)
 OLD = NOW - timedelta(days=10)
@@ -140,3 +141,42 @@ def test_memlane_sweep_applies_retention(db_url: str) -> None:
     with unit_of_work(db_url) as session:
         left = select(func.count()).select_from(Message).where(Message.content != "")
         assert session.scalar(left) == 0
+
+
+def test_a_jobs_kept_extraction_goes_with_its_messages_text_however_recently_it_finished(
+    db_url: str,
+) -> None:
+    """Retention is timed by when the messages were said, not by when their job ran: a
+    transcript of 2020 extracted today loses its texts at the next sweep (one day kept),
+    and so does what the LLM read off them, kept by a job whose store stage failed or by
+    a job done before 0011 (which kept it). Retried, the failed job extracts again from
+    what its messages still say."""
+    settings = load_settings(database_url=db_url, message_retention_days=1)
+    long_ago = datetime(2020, 3, 1, tzinfo=UTC)
+    failed_old = a_failed_store_job(db_url, "u1", conversation="c-old", said_at=long_ago)
+    failed_new = a_failed_store_job(db_url, "u1", conversation="c-new")  # said today
+    with Memlane(load_settings(database_url=db_url)) as lane:  # its worker sweeps nothing
+        lane.enqueue(transcript("c-done", "I live in Zanzibarville.", at=long_ago))
+        lane.flush()
+    with unit_of_work(db_url) as session:  # a job done before 0011 kept its extraction
+        [done] = session.scalars(select(Job.id).where(Job.conversation_id == "c-done")).all()
+        kept = {"memories": [{"content": "User lives in Zanzibarville."}], "episode": {}}
+        session.execute(update(Job).where(Job.id == done).values(extraction=kept))
+
+    result = sweeper.sweep(settings, now=NOW)
+
+    assert result.messages_purged == 4  # c-old's and c-done's, said in 2020
+    with unit_of_work(db_url) as session:
+        extractions = {i: e for i, e in session.execute(select(Job.id, Job.extraction))}
+        finished = session.scalar(select(Job.finished_at).where(Job.id == done))
+    assert finished is not None and finished > NOW - timedelta(days=1)  # it ran today
+    assert extractions[done] is None and extractions[failed_old] is None
+    assert extractions[failed_new] is not None  # its messages keep their text
+    assert texts(db_url, "c-new") != ["", ""]
+    with Memlane(load_settings(database_url=db_url)) as lane:  # a retry extracts again
+        assert lane.retry_job(failed_old).stage == "extract"
+        lane.flush()
+        retried = lane.job(failed_old)
+        learned = lane.list_memories("u1")
+    assert retried.status == "done"  # from what the messages still say: nothing
+    assert not any("axolotl" in m.content for m in learned)

@@ -14,11 +14,14 @@ from fastapi.routing import APIRoute, iter_route_contexts
 
 from memlane.api.app import create_app
 from memlane.api.deps import PublicRoute, ScopeCheck
+from memlane.api.ui.routing import current_session
 from memlane.pipeline.errors import InvalidInputError
 from memlane.service.keys.reach import KeyGrant, parse_patterns, parse_scopes
 
 # fastapi-offline's documentation pages: the API's description, no user's data
 DOC_PAGES = {"/docs", "/docs/oauth2-redirect", "/redoc"}
+# the inspector's sign-in form: what a browser without a session is sent to
+UI_SIGN_IN = {"/ui/signin"}
 
 
 def api_routes(app: FastAPI) -> Iterator[APIRoute]:
@@ -28,21 +31,29 @@ def api_routes(app: FastAPI) -> Iterator[APIRoute]:
 
 
 def declared(dependant: Dependant) -> list[Any]:
-    """The scope declarations among the route's dependencies, however deep."""
-    found = [d.call for d in dependant.dependencies if isinstance(d.call, ScopeCheck | PublicRoute)]
+    """The scope declarations among the route's dependencies, however deep: a scope, the
+    public mark, or the inspector's signed-in session (memlane.api.ui.routing: its pages
+    ask access.may_see_user for every user)."""
+    found = [
+        d.call
+        for d in dependant.dependencies
+        if isinstance(d.call, ScopeCheck | PublicRoute) or d.call is current_session
+    ]
     return found + [x for d in dependant.dependencies for x in declared(d)]
 
 
 def test_every_route_declares_a_scope() -> None:
     undeclared, scopes = [], {}
     for route in api_routes(create_app()):
-        if route.path in DOC_PAGES and not route.include_in_schema:
+        if route.path in DOC_PAGES | UI_SIGN_IN and not route.include_in_schema:
             continue
         found = declared(route.dependant)
         if not found:
             undeclared.append(f"{sorted(route.methods)} {route.path}")
         for method in route.methods:
-            scopes[(method, route.path)] = {getattr(d, "scope", "public") for d in found}
+            scopes[(method, route.path)] = {
+                "session" if d is current_session else getattr(d, "scope", "public") for d in found
+            }
     assert not undeclared, f"routes without needs(scope) or PUBLIC: {undeclared}"
     assert all(len(s) == 1 for s in scopes.values()), "one declaration per route"
     # what the rule says, spot-checked: reads read, writes write, operations admin
@@ -60,10 +71,8 @@ def test_every_route_declares_a_scope() -> None:
     assert scopes[("GET", "/healthz")] == {"public"}
     # every GET but health's needs read at least, every other method write at least
     for (method, path), held in scopes.items():
-        if method in ("POST", "PUT", "PATCH", "DELETE") and path not in (
-            "/v1/context",
-            "/v1/search",
-        ):
+        writes = method in ("POST", "PUT", "PATCH", "DELETE") and held != {"session"}
+        if writes and path not in ("/v1/context", "/v1/search"):
             assert held & {"write", "admin"}, (method, path)
 
 

@@ -167,6 +167,12 @@ def _memory_line(
     )
 
 
+def forget_memory_lines() -> None:
+    """Empty the rendered-line cache (it holds memories' contents): after a purge or an
+    erasure, the process keeps no copy of the removed text."""
+    _memory_line.cache_clear()
+
+
 def episode_text(episode: EpisodeRecord) -> str:
     """The episode as one text: its summary, then its outcome when it has one."""
     if episode.outcome:

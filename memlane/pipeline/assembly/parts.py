@@ -23,6 +23,7 @@ from memlane.pipeline.assembly.records import (
     PackData,
     PackEvent,
 )
+from memlane.pipeline.dedup.keywords import stem
 from memlane.pipeline.ranking.scoring import RankedMemory, ScoreBreakdown
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
 
@@ -33,6 +34,15 @@ _R = TypeVar("_R", SoulBlock, MemoryRecord, EpisodeRecord, Procedure)
 @lru_cache(maxsize=65_536)
 def count_line(encoding: tiktoken.Encoding, line: str) -> int:
     return len(encoding.encode_ordinary(line))
+
+
+def forget_rendered_texts() -> None:
+    """Empty the caches that hold items' texts (rendered lines, their token counts, the
+    stems of their words): what a purge, a conversation delete or an erasure removed
+    leaves no copy in this process. They fill again as assemblies run."""
+    fmt.forget_memory_lines()
+    count_line.cache_clear()
+    stem.cache_clear()
 
 
 @dataclass(slots=True)

@@ -5,16 +5,19 @@ A memory's evidence is read from its history (store/memories/events.py): its `cr
 and `confirmed` events name the conversation whose messages stated it (a confirmation
 by hand names none and counts as evidence of its own). Then, for the memories the
 conversation evidenced:
-- one with no other evidence is deleted like a purge (content, vector, keywords,
-  history; one content-free `purged` event stays) — forgotten ones too, so a fact
-  forgotten in this conversation alone can be learned again;
+- one with no other evidence is deleted as a purge deletes (content, vector, keywords,
+  history; one content-free `purged` event stays), forgotten ones too, and leaves a
+  purge's fingerprint (store/memories/fingerprints.py), so a later conversation, merge
+  or import does not bring the fact back until the fingerprints are lifted;
 - one with other evidence stays, without this conversation's: its confirmations from it
   are taken off `access_count`, and if it was stated here first its source becomes
   unknown (`evidence_removed` event);
 - a memory superseded by a deleted one is active again (`restored`), since what
   superseded it is gone;
-- the user's context packs that showed a deleted memory or episode are deleted (a pack
-  holds what it showed, and its query).
+- what was derived from the deleted memories elsewhere goes as a purge's does
+  (store/memories/scrub.py): other conversations' episodes quoting them are redacted,
+  jobs' kept extractions lose them, and the user's context packs that showed a deleted
+  memory or episode (or whose query quotes a deleted memory) are deleted.
 Memories made before history was kept (migration 0007) have a `created` event only: one
 stated here counts as learned here alone.
 """
@@ -25,16 +28,15 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Text, cast, delete, or_, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import EventKind
 from memlane.models.store.memories import events as memory_events
-from memlane.models.store.memories import keyword_index
+from memlane.models.store.memories import fingerprints, keyword_index, scrub
 from memlane.models.store.memories.memories import user_lock
 from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import (
-    ContextPackRow,
     Conversation,
     EpisodeRow,
     Job,
@@ -42,13 +44,21 @@ from memlane.models.tables import (
     MemoryRow,
     Message,
 )
+from memlane.pipeline.dedup.keywords import keywords as keywords_of
 from memlane.pipeline.errors import NotFoundError
 
 _EVIDENCE = ("created", "confirmed")
 
 
 def delete_conversation(
-    session: Session, user_id: str, conversation_id: str, *, actor: str, now: datetime
+    session: Session,
+    user_id: str,
+    conversation_id: str,
+    *,
+    actor: str,
+    now: datetime,
+    embed: scrub.Embed | None = None,
+    embedding_model: str | None = None,
 ) -> dict[str, int]:
     """Delete the user's conversation and what was learned only from it; what was done,
     counted (NotFoundError when the user has no such conversation)."""
@@ -68,6 +78,10 @@ def delete_conversation(
             kept.append(row.id)
         else:
             gone.append(row.id)
+    said = {row.id: (row.content, row.keywords or sorted(keywords_of(row.content))) for row in rows}
+    for memory_id in gone:
+        content, words = said[memory_id]
+        fingerprints.keep(session, user_id, memory_id, content, words, now=now)
     restored = _forget_memories(session, user_id, gone)
     # the kept memories' evidence from here goes (their `evidence_removed` event says so)
     session.execute(
@@ -91,10 +105,18 @@ def delete_conversation(
     events += [(m, "evidence_removed", {"conversation_id": conversation_id}) for m in kept]
     events += [(m, "restored", {"superseded_by": by}) for m, by in restored]
     memory_events.record_many(session, user_id=user_id, actor=actor, at=now, events=events)
-    packs = _delete_packs_showing(session, user_id, [*gone, *episodes])
     messages = _count(session, delete(Message).where(Message.conversation_id == conversation_id))
     jobs = _count(session, delete(Job).where(Job.conversation_id == conversation_id))
     session.delete(conversation)
+    session.flush()
+    scrubbed = scrub.scrub(
+        session,
+        user_id,
+        scrub.removed_facts(session, user_id, [said[memory_id][1] for memory_id in gone]),
+        item_ids=[*gone, *episodes],
+        embed=embed,
+        embedding_model=embedding_model,
+    )
     return {
         "messages": messages,
         "jobs": jobs,
@@ -102,7 +124,8 @@ def delete_conversation(
         "memories_deleted": len(gone),
         "memories_kept": len(kept),
         "memories_restored": len(restored),
-        "context_packs": packs,
+        "episodes_redacted": len(scrubbed.episodes),
+        "context_packs": scrubbed.packs,
     }
 
 
@@ -177,20 +200,6 @@ def _forget_memories(
         changes.removed(session, user_id, memory_id)
         memory_events.forget_history(session, user_id, memory_id)
     return [(memory_id, str(by)) for memory_id, by in restored]
-
-
-def _delete_packs_showing(session: Session, user_id: str, item_ids: list[str]) -> int:
-    """Delete the user's context packs that name any of the items: a pack holds the
-    content of what it showed (and its query)."""
-    body = cast(ContextPackRow.body, Text)
-    deleted = 0
-    for start in range(0, len(item_ids), 100):
-        names = [body.contains(item_id, autoescape=True) for item_id in item_ids[start:][:100]]
-        deleted += _count(
-            session,
-            delete(ContextPackRow).where(ContextPackRow.user_id == user_id, or_(*names)),
-        )
-    return deleted
 
 
 def _count(session: Session, statement: Any) -> int:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, or_, select, update
+from sqlalchemy import Table, bindparam, null, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -138,11 +138,14 @@ _HAND_OVER = (
         last_error=None,
     )
 )
+# Done drops the extraction: it was kept only for the store stage, and what it holds (the
+# memories and episode as the LLM wrote them) must not outlive a purge of them.
 _DONE = (
     update(_JOBS)
     .where(_J.id == bindparam("job_id"))
     .values(
         status="done",
+        extraction=null(),
         updated_at=bindparam("now", type_=_AT),
         finished_at=bindparam("now", type_=_AT),
     )
@@ -233,14 +236,15 @@ def fail(session: Session, job_id: str, *, error: str, now: datetime) -> None:
 
 
 def done(session: Session, job_id: str, *, now: datetime, suppressed: int = 0) -> None:
-    """The store stage succeeded; `suppressed`: extracted memories not stored (purged or
-    forgotten facts said again)."""
+    """The store stage succeeded, and the job's extraction is dropped; `suppressed`:
+    extracted memories not stored (purged or forgotten facts said again)."""
     session.execute(_DONE, {"job_id": job_id, "now": now, "suppressed": suppressed})
 
 
 def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelta) -> Job:
-    """A failed job back to queued at the stage it failed in (attempts start again); a
-    queued one untouched for `stuck_after` (its message lost, or never sent) too."""
+    """A failed job back to queued at the stage it failed in (attempts start again), or
+    at the extract stage when it keeps no extraction to store; a queued one untouched
+    for `stuck_after` (its message lost, or never sent) too."""
     job = load(session, job_id)
     stranded = job.status == "queued" and job.updated_at < now - stuck_after
     if job.status != "failed" and not stranded:
@@ -249,6 +253,10 @@ def retry(session: Session, job_id: str, *, now: datetime, stuck_after: timedelt
             f"job {job_id} is {job.status}; only a failed job can be retried, or a queued "
             f"one untouched for {limit}"
         )
+    if job.stage == "store" and not job.extraction:
+        # nothing kept to store (dropped when the job was done, or by retention with its
+        # messages' text): extract again from what the messages still say
+        job.stage = "extract"
     job.status = "queued"
     job.attempts = 0
     job.updated_at = now

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 
 from memlane.models.schemas import EventKind, MemoryEdit, MemoryPublic
 from memlane.models.store.memories import events as memory_events
-from memlane.models.store.memories import fingerprints, keyword_index
-from memlane.models.store.memories.memories import get
+from memlane.models.store.memories import fingerprints, keyword_index, scrub
+from memlane.models.store.memories.memories import get, user_lock
 from memlane.models.store.reads import dedup as dedup_reads
 from memlane.models.store.rows import to_public
 from memlane.models.store.users import change_feed as changes
@@ -237,12 +237,19 @@ def purge(
     *,
     actor: str = PYTHON,
     now: datetime | None = None,
+    embed: scrub.Embed | None = None,
+    embedding_model: str | None = None,
 ) -> str:
     """Delete the memory for good, content, vector, keywords and history (edits' events
     hold old contents): unlike forgetting, it cannot be undone. One content-free `purged`
     event stays, and a fingerprint (store/memories/fingerprints.py: keywords and text HMAC'd with
     the user's secret) by which the store stage keeps the fact from being learned again
-    until the fingerprints are lifted. Returns its id."""
+    until the fingerprints are lifted. What was derived from it goes too
+    (store/memories/scrub.py): episodes quoting it are redacted (and embedded again with
+    `embed`), jobs' kept extractions lose it, context packs that showed it are deleted.
+    Takes the user's lock first: a store job beside it cannot confirm the memory being
+    deleted, nor save an episode the scrub has not seen. Returns its id."""
+    user_lock(session, user_id)
     row = get(session, user_id, memory_id)
     words = row.keywords or sorted(keywords_of(row.content))
     fingerprints.keep(session, user_id, row.id, row.content, words, now=_now(now))
@@ -252,5 +259,15 @@ def purge(
     memory_events.forget_history(session, user_id, row.id)
     memory_events.record(
         session, user_id=user_id, memory_id=row.id, kind="purged", actor=actor, at=_now(now)
+    )
+    session.flush()
+    facts = scrub.removed_facts(session, user_id, [words])
+    scrub.scrub(
+        session,
+        user_id,
+        facts,
+        item_ids=[row.id],
+        embed=embed,
+        embedding_model=embedding_model,
     )
     return row.id

@@ -5,16 +5,16 @@ A purged message keeps its row (conversation, seq, role, external id, time) with
 text and its hash emptied and `purged_at` set: nothing of what was said stays, but its
 position does, so a transcript sent again skips it as already stored (and nothing is
 extracted twice), as it skips any stored message. A message is kept while a job that
-is not done reads it, and while it has not been extracted at all. Done jobs older than
-that lose the extraction they kept between their stages (what the LLM read off the
-messages).
+is not done reads it, and while it has not been extracted at all. A job whose messages'
+text went loses the extraction it kept (what the LLM read off the messages), however
+long ago it finished.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import and_, delete, exists, select, update
+from sqlalchemy import and_, delete, exists, null, select, update
 from sqlalchemy.orm import Session
 
 from memlane.models.tables import ContextPackRow, Conversation, Job, Message
@@ -54,17 +54,27 @@ def purge_messages(session: Session, *, said_before: datetime, now: datetime) ->
     return len(ids)
 
 
-def clear_extractions(session: Session, *, finished_before: datetime) -> int:
-    """Drop the extraction (the memories and episode as the LLM wrote them) that done
-    jobs finished before then still hold; how many jobs."""
+def clear_extractions(session: Session) -> int:
+    """Drop the extraction (the memories and episode as the LLM wrote them) of every job
+    no stage is running or waiting to run whose messages' text retention has taken:
+    what the LLM read off the messages goes with them, whenever the job finished (a
+    done job keeps none: jobs.done drops it; a failed one keeps it for a retry). How
+    many jobs."""
+    text_gone = exists().where(
+        Message.conversation_id == Job.conversation_id,
+        Message.seq >= Job.window_start_seq,
+        Message.seq <= Job.window_end_seq,
+        Message.purged_at.is_not(None),
+    )
     result = session.execute(
         update(Job)
         .where(
-            Job.status == "done",
-            Job.finished_at < finished_before,
+            Job.status.not_in(("queued", "running")),
             Job.extraction.is_not(None),
+            text_gone,
         )
-        .values(extraction=None)
+        .values(extraction=null())
+        .execution_options(synchronize_session=False)
     )
     return int(result.rowcount)  # type: ignore[attr-defined]
 

@@ -6,8 +6,8 @@ the secret, with the key's scopes, user patterns and rate limit
 (memlane/service/keys/). A new, empty table: no existing row is read or changed, and
 MEMLANE_API_KEYS keep working as before.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-11-28
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0011"
-down_revision = "0010"
+revision = "0012"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,22 @@
+"""Whom a session may see: the one place the inspector asks it. Every page and action
+about a user (and every list of users, packs and jobs) goes through `may_see_user`;
+a user out of reach is "not found", never "forbidden", so a page tells nothing of users
+the key cannot reach. Today every valid key reaches every user; scoped keys (a key
+reaching some users only) answer here, by the session's key fingerprint."""
+
+from __future__ import annotations
+
+from memlane.api.ui.session import Session
+from memlane.pipeline.errors import NotFoundError
+
+
+def may_see_user(session: Session, user_id: str) -> bool:
+    """Whether the session's key reaches `user_id`."""
+    return bool(user_id) and bool(session.key_print)
+
+
+def require_user(session: Session, user_id: str) -> str:
+    """`user_id`, or NotFoundError when the session may not see it."""
+    if not may_see_user(session, user_id):
+        raise NotFoundError(f"no user {user_id!r}")
+    return user_id
