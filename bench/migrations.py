@@ -1,6 +1,6 @@
 """How long a data migration takes on a 100k-memory store.
 
-    python -m bench.migrations [--backends postgresql,sqlite] [--to 0012]
+    python -m bench.migrations [--backends postgresql,sqlite] [--to 0013]
 
 Builds a store at revision 0004 with raw SQL (100 users, 100k memories each evidenced by
 a message of its conversation, half of them made by a job, 10k jobs and episodes, 100k
@@ -9,8 +9,8 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
 at 0009, 1M postings), 0011 (done jobs' extractions dropped: each of the 10k jobs
-keeps one of ten memories at 0010), 0012 (the webhook tables). PostgreSQL uses its own
-scratch database, dropped afterwards.
+keeps one of ten memories at 0010), 0012 (the webhook tables), 0013 (the api_keys table).
+PostgreSQL uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations

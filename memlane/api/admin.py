@@ -1,13 +1,26 @@
-"""The check of routes that manage the deployment rather than a user's data (webhooks):
-one dependency, so the rule lives in one place. Keys have no scopes yet: every key of
-MEMLANE_API_KEYS (checked by the /v1 router) is an administrator's, so the check passes
-once the key did; a scope check replaces its body when keys carry scopes."""
+"""The check of routes that manage the deployment rather than a user's data (webhooks,
+keys): an `admin` key that reaches every user. A key limited to some users must not see
+or subscribe to other tenants' events, nor mint a wider key."""
 
 from __future__ import annotations
 
-from fastapi import Request
+from typing import Any
+
+from fastapi import Depends
+
+from memlane.api.deps import Key, needs
+from memlane.api.errors import ApiError
+from memlane.pipeline import error_codes as codes
 
 
-async def require_admin(request: Request) -> None:
-    """An administrator's key: today, any valid key (see the module's docstring)."""
-    del request  # the key's scope will be read from the request once keys have scopes
+def require_every_user(key: Key) -> None:
+    if not key.reaches_all:
+        raise ApiError(
+            codes.FORBIDDEN,
+            f"key {key.name} reaches only some users; this route needs an admin key that "
+            "reaches every user",
+        )
+
+
+# dependencies=DEPLOYMENT_ADMIN on a route: the declared scope and the reach together
+DEPLOYMENT_ADMIN: list[Any] = [needs("admin"), Depends(require_every_user)]

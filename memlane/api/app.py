@@ -25,9 +25,20 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane.api import errors as api_errors
+from memlane.api.access_log import AccessLog
 from memlane.api.deps import TRANSCRIPTS_PATH, Runtime
 from memlane.api.metrics import ApiMetrics
-from memlane.api.routes import context, health, ingest, items, jobs, memories, users, webhooks
+from memlane.api.routes import (
+    context,
+    health,
+    ingest,
+    items,
+    jobs,
+    keys,
+    memories,
+    users,
+    webhooks,
+)
 from memlane.api.ui import install as install_inspector
 from memlane.config import startup
 from memlane.config.settings import Settings
@@ -65,6 +76,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
         except Exception as exc:  # the database may come up later; /readyz says why not
             log.warning("memlane not ready at start (retried on first request): %s", exc)
         yield
+        await runtime.close_limiter()
         await run_in_threadpool(runtime.close)
 
     # /docs (Swagger UI) and /redoc with their scripts and styles served from the
@@ -79,7 +91,8 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     app.state.runtime = runtime
     app.state.metrics = ApiMetrics(lambda: runtime.settings.resolved_database_url)
     app.add_middleware(_Timed, metrics=app.state.metrics)
-    for routes in (ingest, jobs, users, context, memories, items, webhooks, health):
+    app.add_middleware(AccessLog)
+    for routes in (ingest, jobs, users, context, memories, items, keys, webhooks, health):
         app.include_router(routes.router)
     install_inspector(app)  # the /ui pages (memlane.api.ui)
     api_errors.install(

@@ -3,8 +3,9 @@ the exception handlers that produce it and the middleware that refuses oversized
 
 Codes come only from memlane.pipeline.error_codes (the client maps the same table):
 invalid_transcript / validation_error (422), message_too_large and body_too_large
-(413), unauthorized (401), not_found (404), method_not_allowed (405), budget_exceeded
-(422, with budget and required), conflict (409: any other MemlaneError),
+(413), unauthorized (401), forbidden (403: the key lacks the scope), rate_limited
+(429, with retry_after and the Retry-After header), not_found (404), method_not_allowed
+(405), budget_exceeded (422, with budget and required), conflict (409: any other MemlaneError),
 broker_unavailable (503, with the job ids stored and left queued), database_unavailable
 and not_ready (503), configuration_error and internal_error (500), http_error (any other
 status the framework raised).
@@ -13,6 +14,7 @@ status the framework raised).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Collection, Coroutine, Mapping
 from typing import Any
@@ -48,6 +50,7 @@ _STATUS_OF: tuple[tuple[type[MemlaneError], WireError], ...] = (
 )
 _HTTP_CODES = {
     401: codes.UNAUTHORIZED,
+    403: codes.FORBIDDEN,
     404: codes.NOT_FOUND,
     405: codes.METHOD_NOT_ALLOWED,
     413: codes.BODY_TOO_LARGE,
@@ -161,6 +164,8 @@ def _too_large(limit: int) -> JSONResponse:
 async def on_api_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     headers = {"WWW-Authenticate": "Bearer"} if exc.kind.status == 401 else None
+    if exc.kind.status == 429:  # whole seconds, as the header's syntax wants; rounded up
+        headers = {"Retry-After": str(max(1, math.ceil(float(str(exc.extra["retry_after"])))))}
     return error_response(exc.kind, exc.message, headers=headers, **exc.extra)
 
 

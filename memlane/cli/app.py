@@ -22,6 +22,7 @@ import typer
 from memlane.cli import assemble as cli_assemble
 from memlane.cli import items as cli_items
 from memlane.cli import jobs as cli_jobs
+from memlane.cli import keys as cli_keys
 from memlane.cli import mcp as cli_mcp
 from memlane.cli import memories as cli_memories
 from memlane.cli import ops as cli_ops
@@ -249,6 +250,7 @@ app.add_typer(cli_jobs.packs_app, name="packs")
 app.add_typer(cli_ops.db_app, name="db")
 app.add_typer(cli_users.app, name="users")
 app.add_typer(cli_webhooks.app, name="webhooks")
+app.add_typer(cli_keys.app, name="keys")
 app.command("sweep")(cli_jobs.sweep)  # `memlane jobs sweep`, where retention looks for it
 app.command("reembed")(cli_reembed.reembed)
 app.command("worker")(cli_ops.worker)

@@ -15,8 +15,9 @@ def mcp(
         str | None,
         typer.Option(
             "--user",
-            help="The user whose memories the server serves (default MEMLANE_MCP_USER); "
-            "no tool can pick another.",
+            help="The user whose memories the server serves (default MEMLANE_MCP_USER). "
+            "Over stdio no tool can pick another; over HTTP it is the tools' default user, "
+            "and a tool's user_id may name any user the caller's key reaches.",
             show_default=False,
         ),
     ] = None,
@@ -36,37 +37,59 @@ def mcp(
         ),
     ] = False,
 ) -> None:
-    """Serve a user's memories over MCP: remember, recall, search, list_memories, pin and
-    forget, and the memories as a resource. Over HTTP, MEMLANE_API_KEYS (when set) are
-    required as bearer tokens; on an address other than loopback they must be set (or
-    --allow-unauthenticated given)."""
+    """Serve users' memories over MCP: remember, recall, search, list_memories, pin and
+    forget, and the user's memories as a resource. Over stdio, the --user's only. Over
+    HTTP, API keys (stored ones, or MEMLANE_API_KEYS) are required as bearer tokens
+    whenever any exists, and each tool reaches the users the caller's key reaches; on an
+    address other than loopback keys must exist (MEMLANE_API_KEYS, or stored ones) or
+    --allow-unauthenticated be given."""
     from memlane.config import startup
     from memlane.config.settings import load_settings
     from memlane.service.input_checks import check_text
 
     settings = load_settings()
     user_id = user or settings.mcp_user
-    if not user_id:
+    if not user_id and transport == "stdio":
         fail("name the user: --user U, or MEMLANE_MCP_USER", USAGE_EXIT)
-    user_id = check_text(user_id, "user_id")  # read as every door reads it: stripped
+    if user_id:
+        user_id = check_text(user_id, "user_id")  # read as every door reads it: stripped
     if transport == "http":
+        if not (startup.is_loopback(host) or settings.api_keys):
+            from memlane.service.keys.keyring import stored_keys_guard
+
+            # keys made with `memlane keys create` close the server as MEMLANE_API_KEYS does
+            allow_unauthenticated = allow_unauthenticated or stored_keys_guard(
+                settings.resolved_database_url
+            )
         startup.require_auth(
             settings,
             host,
             "memlane mcp",
             allowed=allow_unauthenticated or settings.allow_unauthenticated,
         )
-    typer.echo(startup.start_line(settings, f"mcp ({transport}, user {user_id})"), err=True)
+    typer.echo(
+        startup.start_line(settings, f"mcp ({transport}, user {user_id or 'per key'})"), err=True
+    )
     from memlane.mcp.server import build_server, http_app
+    from memlane.service.keys.keyring import Keyring
+    from memlane.service.keys.rate_limit import RateLimiter
 
     level = "DEBUG" if settings.log_level == "DEBUG" else "WARNING"
     with lane_session() as lane:
         lane.actor = "mcp"  # who memories' histories say made the changes
-        server = build_server(lane, user_id, log_level=level)
+        server = build_server(lane, user_id, per_key=transport == "http", log_level=level)
         if transport == "stdio":
             server.run("stdio")
             return
         import uvicorn
 
-        app = http_app(server, keys=settings.api_keys, host=host, path=path)
+        keyring = Keyring(
+            settings.resolved_database_url, bootstrap=settings.api_keys, pepper=settings.key_pepper
+        )
+        limiter = RateLimiter(
+            settings.resolved_rate_limit_url,
+            rate_per_s=settings.key_rate_per_s,
+            burst=settings.key_burst,
+        )
+        app = http_app(server, keyring=keyring, limiter=limiter, host=host, path=path)
         uvicorn.run(app, host=host, port=port, log_level=settings.log_level.lower())

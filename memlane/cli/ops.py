@@ -181,8 +181,8 @@ def serve(
     ] = False,
 ) -> None:
     """Run the HTTP API (memlane.api.app) with uvicorn, on MEMLANE_DATABASE_URL (which must
-    be set). On an address other than loopback it needs MEMLANE_API_KEYS, or
-    --allow-unauthenticated."""
+    be set). On an address other than loopback it needs keys (MEMLANE_API_KEYS, or keys
+    made with `memlane keys create`), or --allow-unauthenticated."""
     import uvicorn
 
     from memlane.config import startup
@@ -191,6 +191,13 @@ def serve(
 
     settings = load_settings()  # a bad setting fails here, in one line, not in uvicorn
     startup.require_database(settings, "memlane serve")
+    if not (startup.is_loopback(host) or settings.api_keys):
+        from memlane.service.keys.keyring import stored_keys_guard
+
+        # keys made with `memlane keys create` close the API as MEMLANE_API_KEYS does
+        allow_unauthenticated = allow_unauthenticated or stored_keys_guard(
+            settings.resolved_database_url
+        )
     startup.require_auth(
         settings,
         host,
@@ -204,6 +211,7 @@ def serve(
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
+        access_log=False,  # memlane.api.access_log's lines name the key; uvicorn's cannot
     )
 
 

@@ -33,6 +33,7 @@ from memlane.models.api_schemas import (
     LiftedOut,
     SweepOut,
 )
+from memlane.models.key_schemas import KeyCreate, KeyInfo, NewKey
 from memlane.models.schemas import (
     EnqueueResult,
     FleetStatus,
@@ -331,3 +332,23 @@ class AsyncClient:
     @route("GET", "/v1/status")
     async def status(self) -> FleetStatus:
         return await self._send(Calls.status())
+
+    @route("GET", "/v1/keys")
+    async def list_keys(self) -> list[KeyInfo]:
+        """Every stored key (an admin key reaching every user): never a secret."""
+        return await self._send(Calls.list_keys())
+
+    @route("POST", "/v1/keys")
+    async def create_key(self, name: str, **fields: Any) -> NewKey:
+        """A new key, its secret in `key` (shown once); `fields`: KeyCreate's (scopes,
+        users, expires_in_s, rate_per_s, burst)."""
+        return await self._send(Calls.create_key(KeyCreate(name=name, **fields)))
+
+    @route("POST", "/v1/keys/{name_or_id}/revoke")
+    async def revoke_key(self, name_or_id: str) -> list[KeyInfo]:
+        return await self._send(Calls.revoke_key(name_or_id))
+
+    @route("POST", "/v1/keys/{name_or_id}/rotate")
+    async def rotate_key(self, name_or_id: str, grace_s: int | None = None) -> NewKey:
+        """A new secret; the old one valid `grace_s` more (default: the server's)."""
+        return await self._send(Calls.rotate_key(name_or_id, grace_s))

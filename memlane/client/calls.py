@@ -28,6 +28,7 @@ from memlane.models.api_schemas import (
     SoulIn,
     SweepOut,
 )
+from memlane.models.key_schemas import KeyCreate, KeyInfo, NewKey
 from memlane.models.schemas import (
     EnqueueResult,
     FleetStatus,
@@ -318,6 +319,24 @@ class Calls:
     @staticmethod
     def status() -> Call[FleetStatus]:
         return Call("GET", "/v1/status", _model(FleetStatus))
+
+    @staticmethod
+    def list_keys() -> Call[list[KeyInfo]]:
+        return Call("GET", "/v1/keys", _model(list[KeyInfo]))
+
+    @staticmethod
+    def create_key(body: KeyCreate) -> Call[NewKey]:
+        return Call("POST", "/v1/keys", _model(NewKey), json=body.model_dump(exclude_none=True))
+
+    @staticmethod
+    def revoke_key(name_or_id: str) -> Call[list[KeyInfo]]:
+        path = _path("/v1/keys/{key}/revoke", key=name_or_id)
+        return Call("POST", path, _model(list[KeyInfo]))
+
+    @staticmethod
+    def rotate_key(name_or_id: str, grace_s: int | None) -> Call[NewKey]:
+        path = _path("/v1/keys/{key}/rotate", key=name_or_id)
+        return Call("POST", path, _model(NewKey), json={"grace_s": grace_s})
 
 
 def context_request(user_id: str, query: str | None, options: dict[str, Any]) -> ContextRequest:

@@ -68,6 +68,21 @@ class Unauthorized(ApiError, ConfigurationError):
     """401: no key or a wrong one; set MEMLANE_CLIENT_KEY (or pass api_key=)."""
 
 
+class Forbidden(ApiError, ConfigurationError):
+    """403 forbidden: the key lacks the scope the call needs (read, write or admin); use
+    a key made with it (`memlane keys create --scopes`)."""
+
+
+class RateLimited(ApiError):
+    """429 rate_limited: the key is over its rate; `retry_after` says how many seconds
+    until a call would pass (also the Retry-After header)."""
+
+    def __init__(self, status: int, code: str, message: str, details: dict[str, Any]) -> None:
+        super().__init__(status, code, message, details)
+        found = details.get("retry_after")
+        self.retry_after = float(found) if isinstance(found, int | float) else 1.0
+
+
 class NotFound(ApiError, NotFoundError):
     """404: no such memory, job or pack (for this user)."""
 
@@ -119,6 +134,8 @@ ERRORS: dict[WireError, type[ApiError]] = {
     codes.MESSAGE_TOO_LARGE: PayloadTooLarge,
     codes.BODY_TOO_LARGE: PayloadTooLarge,
     codes.UNAUTHORIZED: Unauthorized,
+    codes.FORBIDDEN: Forbidden,
+    codes.RATE_LIMITED: RateLimited,
     codes.NOT_FOUND: NotFound,
     codes.METHOD_NOT_ALLOWED: MethodNotAllowed,
     codes.CONFLICT: Conflict,

@@ -32,6 +32,7 @@ from memlane.models.api_schemas import (
     LiftedOut,
     SweepOut,
 )
+from memlane.models.key_schemas import KeyCreate, KeyInfo, NewKey
 from memlane.models.schemas import (
     EnqueueResult,
     FleetStatus,
@@ -335,3 +336,23 @@ class Client:
     def status(self) -> FleetStatus:
         """Workers answering per queue and the queues' depths: ok or degraded."""
         return self._send(Calls.status())
+
+    @route("GET", "/v1/keys")
+    def list_keys(self) -> list[KeyInfo]:
+        """Every stored key (an admin key reaching every user): never a secret."""
+        return self._send(Calls.list_keys())
+
+    @route("POST", "/v1/keys")
+    def create_key(self, name: str, **fields: Any) -> NewKey:
+        """A new key, its secret in `key` (shown once); `fields`: KeyCreate's (scopes,
+        users, expires_in_s, rate_per_s, burst)."""
+        return self._send(Calls.create_key(KeyCreate(name=name, **fields)))
+
+    @route("POST", "/v1/keys/{name_or_id}/revoke")
+    def revoke_key(self, name_or_id: str) -> list[KeyInfo]:
+        return self._send(Calls.revoke_key(name_or_id))
+
+    @route("POST", "/v1/keys/{name_or_id}/rotate")
+    def rotate_key(self, name_or_id: str, grace_s: int | None = None) -> NewKey:
+        """A new secret; the old one valid `grace_s` more (default: the server's)."""
+        return self._send(Calls.rotate_key(name_or_id, grace_s))

@@ -215,6 +215,17 @@ class Settings(BaseSettings):
     mcp_user: str | None = Field(
         None, description="the user whose memories `memlane mcp` serves (or --user)"
     )
+    key_pepper: SecretStr | None = Field(
+        None, description="the HMAC key stored API keys are hashed under (kept out of the database)"
+    )
+    key_rate_per_s: float = Field(0.0, ge=0, description="requests/s a key may make; 0 = no limit")
+    key_burst: int = Field(20, ge=1, description="requests a key may make at once")
+    key_rotation_grace_s: int = Field(
+        86_400, ge=0, description="how long a rotated key's old secret stays valid"
+    )
+    rate_limit_redis_url: str | None = Field(
+        None, description="Redis of the rate limits' counters; unset = the broker's Redis"
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     @field_validator("log_level", mode="before")
@@ -287,6 +298,15 @@ class Settings(BaseSettings):
     def embedded_worker(self) -> bool:
         """True when no broker is configured: jobs run in-process (the embedded default)."""
         return self.broker_url is None
+
+    @property
+    def resolved_rate_limit_url(self) -> str | None:
+        """Where rate limits count: MEMLANE_RATE_LIMIT_REDIS_URL, else a Redis broker's
+        URL, else None (each process counts alone)."""
+        if self.rate_limit_redis_url:
+            return self.rate_limit_redis_url
+        broker = self.broker_url or ""
+        return broker if broker.startswith(("redis://", "rediss://")) else None
 
 
 class SettingsError(ValueError):

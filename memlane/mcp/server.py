@@ -3,11 +3,15 @@ SDK's MCPServer), over stdio or streamable HTTP. `memlane mcp --user maya` runs 
 
 Tools: remember (one fact, or a transcript to extract from), recall (the context block
 for a query, within a budget), search, list_memories, pin, forget; and one resource, the
-user's memories. The user is fixed when the server starts (`--user`, or MEMLANE_MCP_USER)
-and no tool takes a user id: a model can read and change that user's memories and no
-one else's. Over HTTP the server binds 127.0.0.1 unless told otherwise, and whenever
-MEMLANE_API_KEYS is set every request must carry one of the keys as a bearer token (the
-HTTP API's rule, `memlane.api.app.key_accepted`).
+served user's memories. Each tool acts on the server's user (`--user`, or
+MEMLANE_MCP_USER) unless given `user_id`:
+- over stdio that is the only user there is: another `user_id` is not found, so a model
+  can read and change that user's memories and no one else's;
+- over HTTP every request carries an API key (the HTTP API's keys and rule,
+  memlane.service.keys) and a tool reaches the users that key reaches (another is not
+  found, as over the HTTP API) with the scopes it holds (read tools need `read`, the
+  others `write`); the server's user, if any, is the default. Rate limits apply per key.
+The server binds 127.0.0.1 unless told otherwise.
 
 Each tool calls the facade in a worker thread (the SDK runs plain functions so); memlane's
 own errors reach the model as tool errors carrying their message, which says what to do.
@@ -17,23 +21,26 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 from urllib.parse import quote
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field, SecretStr, ValidationError
-from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from pydantic import BaseModel, Field, ValidationError
+from starlette.types import ASGIApp
 
+from memlane.mcp.access import RequireKey, user_for
 from memlane.models.schemas import MemoryPage, MemoryPublic, SearchHit
 from memlane.pipeline.errors import MemlaneError, problems_of
 from memlane.pipeline.records import Category, Tier
 from memlane.service.facade import Memlane
+from memlane.service.keys.keyring import Keyring
+from memlane.service.keys.rate_limit import RateLimiter
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -110,8 +117,27 @@ def resource_uri(user_id: str) -> str:
     return f"memlane://users/{quote(user_id, safe='')}/memories"
 
 
-def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> MCPServer:
-    """The MCP server of `user_id`'s memories, over `lane`."""
+def _without_user(function: Callable[P, R]) -> Callable[P, R]:
+    """`function` as the SDK sees it without its `user_id` parameter (stdio: the tools
+    take no user, the server's is the only one)."""
+    signature = inspect.signature(function, eval_str=True)
+    kept = [p for name, p in signature.parameters.items() if name != "user_id"]
+    function.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+    return function
+
+
+def build_server(
+    lane: Memlane, user_id: str | None, *, per_key: bool = False, log_level: str = "WARNING"
+) -> MCPServer:
+    """The MCP server over `lane`. `per_key` (HTTP): each tool takes `user_id`, any user
+    the caller's key reaches, `user_id` (if any) the default; else (stdio) the tools
+    take no user and act on `user_id`'s memories only."""
+    default = user_id
+    if not per_key and user_id is None:
+        raise ValueError("a server without keys serves one user: name it")
+    fit: Callable[[Callable[P, R]], Callable[P, R]] = (
+        (lambda function: function) if per_key else _without_user
+    )
     server: MCPServer = _Server(
         "memlane",
         version=version("memlane"),
@@ -122,6 +148,7 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     @server.tool(annotations=writes)
+    @fit
     @_tool_errors
     def remember(
         fact: str | None = None,
@@ -130,6 +157,8 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
         importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
         conversation_id: str | None = None,
         system: str | list[dict[str, Any]] | None = None,
+        user_id: str | None = None,
+        ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it
     ) -> RememberOut:
         """Remember one fact about the user (`fact`: one sentence, stored now; a fact
         already known is confirmed, not stored twice), or hand over conversation `messages` (OpenAI
@@ -138,6 +167,7 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
         `system` (a string or text blocks) may go beside them. The same messages sent
         again are recognised and stored once; give `conversation_id` to send a growing
         conversation."""
+        user_id = user_for(ctx, user_id, default, "write")
         if (fact is None) == (messages is None):
             raise ToolError("give either `fact` (one sentence) or `messages`, not both or none")
         if system is not None and messages is None:
@@ -169,14 +199,22 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
         )
 
     @server.tool(annotations=reads)
+    @fit
     @_tool_errors
-    def recall(query: str, budget_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000) -> str:
+    def recall(
+        query: str,
+        budget_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000,
+        user_id: str | None = None,
+        ctx: Context = None,  # type: ignore[assignment]
+    ) -> str:
         """What memlane knows about the user that matters for `query` (the user's
         message, say), as an XML block of at most `budget_tokens` tokens: identity, the
         most relevant memories with ids and dates, past episodes, procedures."""
+        user_id = user_for(ctx, user_id, default, "read")
         return lane.assemble(user_id, query, budget_tokens=budget_tokens).text
 
     @server.tool(annotations=reads)
+    @fit
     @_tool_errors
     def search(
         query: str,
@@ -184,42 +222,62 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
         category: Category | None = None,
         tier: Tier | None = None,
         min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        user_id: str | None = None,
+        ctx: Context = None,  # type: ignore[assignment]
     ) -> list[SearchHit]:
         """The user's memories for `query`, best first, each with its score and the
         score's parts (relevance, importance, recency, frequency)."""
+        user_id = user_for(ctx, user_id, default, "read")
         return lane.search(
             user_id, query, limit=limit, category=category, tier=tier, min_score=min_score
         )
 
     @server.tool(annotations=reads)
+    @fit
     @_tool_errors
     def list_memories(
         limit: Annotated[int, Field(ge=1, le=1000)] = 50,
         cursor: str | None = None,
         status: Literal["active", "superseded", "quarantined", "deleted"] = "active",
+        user_id: str | None = None,
+        ctx: Context = None,  # type: ignore[assignment]
     ) -> MemoryPage:
         """The user's memories, newest first, a page at a time: pass `next_cursor` as
         `cursor` for the next page (null on the last)."""
+        user_id = user_for(ctx, user_id, default, "read")
         return lane.memories_page(user_id, status=status, limit=limit, cursor=cursor)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
+    @fit
     @_tool_errors
-    def pin(memory_id: str) -> MemoryPublic:
+    def pin(
+        memory_id: str,
+        user_id: str | None = None,
+        ctx: Context = None,  # type: ignore[assignment]
+    ) -> MemoryPublic:
         """Pin a memory (its id, or the short number a recalled context shows): always in
         recalled contexts from now on."""
-        return lane.pin(user_id, memory_id)
+        return lane.pin(user_for(ctx, user_id, default, "write"), memory_id)
 
     @server.tool(
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True
         )
     )
+    @fit
     @_tool_errors
-    def forget(memory_id: str) -> MemoryPublic:
+    def forget(
+        memory_id: str,
+        user_id: str | None = None,
+        ctx: Context = None,  # type: ignore[assignment]
+    ) -> MemoryPublic:
         """Forget a memory (its id, or the short number a recalled context shows) when
         the user asks: never recalled again, and not learned again from later
         conversations. The user can restore it; it is not deleted."""
-        return lane.forget(user_id, memory_id)
+        return lane.forget(user_for(ctx, user_id, default, "write"), memory_id)
+
+    if user_id is None:  # no default user: the tools take one, there is no resource
+        return server
 
     @server.resource(
         resource_uri(user_id),
@@ -235,33 +293,15 @@ def build_server(lane: Memlane, user_id: str, *, log_level: str = "WARNING") -> 
     return server
 
 
-class RequireKey:
-    """Refuses an HTTP request without one of `keys` as its bearer token (401, the HTTP
-    API's error shape); passes everything when no key is configured."""
-
-    def __init__(self, app: ASGIApp, keys: Sequence[SecretStr]) -> None:
-        self.app, self.keys = app, list(keys)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        from memlane.service.api_keys import key_accepted
-
-        if scope["type"] == "http" and self.keys:
-            header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-            scheme, _, token = header.partition(" ")
-            if scheme.lower() != "bearer" or not key_accepted(token.strip(), self.keys):
-                message = "send a valid API key: Authorization: Bearer <key> (MEMLANE_API_KEYS)"
-                response = JSONResponse(
-                    {"error": {"code": "unauthorized", "message": message}},
-                    status_code=401,
-                    headers={"www-authenticate": "Bearer"},
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def http_app(server: MCPServer, *, keys: Sequence[SecretStr], host: str, path: str) -> ASGIApp:
+def http_app(
+    server: MCPServer,
+    *,
+    keyring: Keyring,
+    limiter: RateLimiter | None = None,
+    host: str,
+    path: str,
+) -> ASGIApp:
     """The streamable HTTP app at `path`, behind the keys. For a loopback `host` the SDK
     also refuses requests whose Host or Origin header is not loopback (DNS rebinding)."""
     app = server.streamable_http_app(streamable_http_path=path, host=host)
-    return RequireKey(app, keys)
+    return RequireKey(app, keyring, limiter)

@@ -394,6 +394,29 @@ class UserSecret(Base):
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
 
 
+class ApiKeyRow(Base):
+    """An API key (migration 0013): only a keyed hash of its secret
+    (memlane/service/keys/secrets.py), its name, scopes, user patterns and rate limit,
+    and when it was made, expires, was last used (written at most once a minute per
+    process) and was revoked. Rotating a key adds a row of the same name and gives the
+    old one an expiry at the end of the grace period."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (Index("ix_api_keys_name", "name"),)
+
+    id: Mapped[str] = mapped_column(String(12), primary_key=True)  # the key's public part
+    name: Mapped[str] = mapped_column(String(60))
+    key_hash: Mapped[str] = mapped_column(String(64))  # HMAC-SHA256, hex
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    users: Mapped[list[str]] = mapped_column(JSON)  # patterns; empty = every user
+    rate_per_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    burst: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTC_DT)
+    expires_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
+
+
 class MemoryFingerprint(Base):
     """What is left of a purged memory (migration 0008): its keywords and normalised
     text, each an HMAC under the user's secret, and its polarity; no content. A later

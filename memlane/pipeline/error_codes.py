@@ -29,6 +29,8 @@ BUDGET_EXCEEDED = WireError("budget_exceeded", 422, ("budget", "required"))
 MESSAGE_TOO_LARGE = WireError("message_too_large", 413, ("index",))
 BODY_TOO_LARGE = WireError("body_too_large", 413)
 UNAUTHORIZED = WireError("unauthorized", 401)
+FORBIDDEN = WireError("forbidden", 403)  # the key lacks the route's scope
+RATE_LIMITED = WireError("rate_limited", 429, ("retry_after",))
 NOT_FOUND = WireError("not_found", 404)
 METHOD_NOT_ALLOWED = WireError("method_not_allowed", 405)
 CONFLICT = WireError("conflict", 409)
@@ -46,6 +48,8 @@ API_ERRORS: tuple[WireError, ...] = (
     MESSAGE_TOO_LARGE,
     BODY_TOO_LARGE,
     UNAUTHORIZED,
+    FORBIDDEN,
+    RATE_LIMITED,
     NOT_FOUND,
     METHOD_NOT_ALLOWED,
     CONFLICT,

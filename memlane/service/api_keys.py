@@ -1,6 +1,7 @@
-"""API keys: MEMLANE_API_KEYS entries read as keys and the actors they name, compared in
-constant time. Plain functions, shared by the HTTP API (memlane.api.app) and the MCP
-server's HTTP transport (memlane.mcp.server)."""
+"""MEMLANE_API_KEYS entries read as keys and the actors they name, compared in constant
+time. The doors check keys with memlane.service.keys.keyring (stored keys and these
+bootstrap keys, read through `key_names`); `key_actor` and `key_accepted` answer for the
+bootstrap keys alone."""
 
 from __future__ import annotations
 

@@ -31,6 +31,8 @@ def test_the_typescript_client_passes_its_tests_against_a_live_server(
     installed = npm("ci", "--no-audit", "--no-fund", env=env)
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     for server in serve(tmp_path, MEMLANE_DATABASE_URL=pg_url, MEMLANE_EMBEDDING_MODEL="hashing"):
-        tested = npm("test", env={**env, "MEMLANE_CLIENT_URL": server.url, "MEMLANE_CLIENT_KEY": KEY})
+        tested = npm(
+            "test", env={**env, "MEMLANE_CLIENT_URL": server.url, "MEMLANE_CLIENT_KEY": KEY}
+        )
         assert tested.returncode == 0, tested.stdout[-6000:] + tested.stderr[-3000:]
         assert "# fail 0" in tested.stdout and "# pass 6" in tested.stdout, tested.stdout[-3000:]

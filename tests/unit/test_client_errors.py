@@ -27,6 +27,7 @@ SAMPLE = {
     "index": 2,
     "checks": {"database": "unreachable"},
     "job_ids": ["job_a", "job_b"],
+    "retry_after": 0.25,
 }
 
 

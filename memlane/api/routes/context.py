@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import Request
 
-from memlane.api.deps import Lane, metrics_of, v1_router
+from memlane.api.deps import Key, Lane, metrics_of, needs, reach, v1_router
 from memlane.api.errors import ApiError
 from memlane.models.api_schemas import ContextOut, ContextRequest
 from memlane.models.schemas import SearchHit, SearchRequest
@@ -16,10 +16,11 @@ from memlane.pipeline import error_codes as codes
 router = v1_router()
 
 
-@router.post("/context", tags=["context"])
-def post_context(body: ContextRequest, lane: Lane, request: Request) -> ContextOut:
+@router.post("/context", tags=["context"], dependencies=[needs("read")])
+def post_context(body: ContextRequest, lane: Lane, request: Request, key: Key) -> ContextOut:
     """The context block for the user's next model call, its selection as data and its
     context pack. Only the XML block is counted against the budget."""
+    reach(key, body.user_id)
     options = body.model_dump(exclude={"user_id", "query", "format"})
     try:
         result = lane.assemble(body.user_id, body.query, **options)
@@ -34,16 +35,20 @@ def post_context(body: ContextRequest, lane: Lane, request: Request) -> ContextO
     return ContextOut(context=text, selection=dict(result.json), pack=result.pack)
 
 
-@router.post("/search", tags=["context"])
-def post_search(body: SearchRequest, lane: Lane) -> list[SearchHit]:
+@router.post("/search", tags=["context"], dependencies=[needs("read")])
+def post_search(body: SearchRequest, lane: Lane, key: Key) -> list[SearchHit]:
     """The user's memories for a query, best first, each with its score and the score's
     parts (relevance, importance, recency, frequency): the assembler's ranking, no
     budget and no XML."""
+    reach(key, body.user_id)
     return lane.search(**body.model_dump())
 
 
-@router.get("/packs/{pack_id}", tags=["context"])
-def get_pack(pack_id: str, lane: Lane) -> dict[str, Any]:
+@router.get("/packs/{pack_id}", tags=["context"], dependencies=[needs("read")])
+def get_pack(pack_id: str, lane: Lane, key: Key) -> dict[str, Any]:
     """A context pack as logged; packs are written in the background, so a pack may be
-    404 for a moment after its context was returned."""
-    return lane.pack(pack_id)
+    404 for a moment after its context was returned. A pack belongs to its user: 404 to
+    a key that does not reach them."""
+    pack = lane.pack(pack_id)
+    reach(key, str(pack.get("user_id", "")))
+    return pack

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from memlane.api.deps import metrics_of, require_key, runtime_of
+from memlane.api.deps import PUBLIC, metrics_of, needs, require_key, runtime_of
 from memlane.api.errors import ErrorOut, error_response
 from memlane.pipeline import error_codes as codes
 from memlane.service.readiness import check_database
@@ -15,9 +15,9 @@ router = APIRouter(tags=["health"])
 
 @router.get(
     "/metrics",
-    dependencies=[Depends(require_key)],
+    dependencies=[Depends(require_key), needs("admin")],
     response_class=PlainTextResponse,
-    responses={401: {"model": ErrorOut}},
+    responses={status: {"model": ErrorOut} for status in (401, 403, 429)},
 )
 def prometheus_metrics(request: Request) -> Response:
     """Prometheus metrics: request latency per route, assemblies, enqueues, and job
@@ -25,13 +25,13 @@ def prometheus_metrics(request: Request) -> Response:
     return metrics_of(request).render()
 
 
-@router.get("/healthz")
+@router.get("/healthz", dependencies=[PUBLIC])
 async def healthz() -> dict[str, str]:
     """The process is alive (no dependency is checked)."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"model": ErrorOut}})
+@router.get("/readyz", responses={503: {"model": ErrorOut}}, dependencies=[PUBLIC])
 def readyz(request: Request) -> JSONResponse:
     """What the API itself needs: the database reachable and its schema current (503
     not_ready otherwise). Workers and the broker are /v1/status's: with none, contexts

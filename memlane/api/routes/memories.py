@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import Query, Response
 
-from memlane.api.deps import Actor, Lane, UserId, v1_router
+from memlane.api.deps import Actor, Lane, UserId, needs, v1_router
 from memlane.models.schemas import MemoryCreate, MemoryEvent, MemoryPage, MemoryPatch, MemoryPublic
 from memlane.pipeline.records import MemoryStatus
 
@@ -16,7 +16,7 @@ router = v1_router()
 MEMORIES = "/users/{user_id}/memories"
 
 
-@router.get(MEMORIES, tags=["memories"])
+@router.get(MEMORIES, tags=["memories"], dependencies=[needs("read")])
 def list_memories(
     user_id: UserId,
     lane: Lane,
@@ -38,6 +38,7 @@ def list_memories(
     MEMORIES,
     status_code=201,
     tags=["memories"],
+    dependencies=[needs("write")],
     responses={200: {"model": MemoryPublic, "description": "a stored memory confirmed"}},
 )
 def add_memory(
@@ -52,12 +53,12 @@ def add_memory(
     return stored
 
 
-@router.get(MEMORIES + "/{memory_id}", tags=["memories"])
+@router.get(MEMORIES + "/{memory_id}", tags=["memories"], dependencies=[needs("read")])
 def get_memory(user_id: UserId, memory_id: str, lane: Lane) -> MemoryPublic:
     return lane.get_memory(user_id, memory_id)
 
 
-@router.get(MEMORIES + "/{memory_id}/history", tags=["memories"])
+@router.get(MEMORIES + "/{memory_id}/history", tags=["memories"], dependencies=[needs("read")])
 def memory_history(user_id: UserId, memory_id: str, lane: Lane) -> list[MemoryEvent]:
     """The memory's events, oldest first, each with its time and actor: where it came
     from (job, conversation, messages) and every change since. A purged memory, named by
@@ -65,7 +66,7 @@ def memory_history(user_id: UserId, memory_id: str, lane: Lane) -> list[MemoryEv
     return lane.memory_history(user_id, memory_id)
 
 
-@router.patch(MEMORIES + "/{memory_id}", tags=["memories"])
+@router.patch(MEMORIES + "/{memory_id}", tags=["memories"], dependencies=[needs("write")])
 def patch_memory(
     user_id: UserId, memory_id: str, patch: MemoryPatch, lane: Lane, actor: Actor
 ) -> MemoryPublic:
@@ -75,7 +76,9 @@ def patch_memory(
     return lane.update_memory(user_id, memory_id, patch, actor=actor)
 
 
-@router.delete(MEMORIES + "/{memory_id}", status_code=204, tags=["memories"])
+@router.delete(
+    MEMORIES + "/{memory_id}", status_code=204, tags=["memories"], dependencies=[needs("write")]
+)
 def delete_memory(
     user_id: UserId,
     memory_id: str,

@@ -9,27 +9,31 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from memlane.api.deps import Actor, Lane, UserId, v1_router
+from memlane.api.deps import Actor, Lane, UserId, needs, v1_router
 from memlane.models.api_schemas import ConversationDeletedOut, ErasedOut, ImportedOut, LiftedOut
 from memlane.models.store.users.export import TABLES
 
 router = v1_router()
 
 
-@router.delete("/users/{user_id}", tags=["users"])
+@router.delete("/users/{user_id}", tags=["users"], dependencies=[needs("write")])
 def erase_user(user_id: UserId, lane: Lane) -> ErasedOut:
     """Delete every row of the user, in one transaction ("delete my data"); for good."""
     return ErasedOut(user_id=user_id, deleted=lane.erase_user(user_id))
 
 
-@router.delete("/users/{user_id}/fingerprints", tags=["users"])
+@router.delete("/users/{user_id}/fingerprints", tags=["users"], dependencies=[needs("write")])
 def lift_fingerprints(user_id: UserId, lane: Lane) -> LiftedOut:
     """Delete the fingerprints the user's purges left: purged facts may be learned again
     from later conversations."""
     return LiftedOut(user_id=user_id, lifted=lane.lift_fingerprints(user_id))
 
 
-@router.delete("/users/{user_id}/conversations/{conversation_id:path}", tags=["users"])
+@router.delete(
+    "/users/{user_id}/conversations/{conversation_id:path}",
+    tags=["users"],
+    dependencies=[needs("write")],
+)
 def delete_conversation(
     user_id: UserId, conversation_id: str, lane: Lane, actor: Actor
 ) -> ConversationDeletedOut:
@@ -45,6 +49,7 @@ NDJSON = "application/x-ndjson"
 @router.get(
     "/users/{user_id}/export",
     tags=["users"],
+    dependencies=[needs("read")],
     response_class=StreamingResponse,
     responses={200: {"content": {NDJSON: {}}, "description": "the export, one JSON a line"}},
 )
@@ -63,6 +68,7 @@ def export_user(
 @router.post(
     "/users/{user_id}/import",
     tags=["users"],
+    dependencies=[needs("write")],
     openapi_extra={
         "requestBody": {
             "required": True,

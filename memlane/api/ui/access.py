@@ -1,6 +1,6 @@
 """Whom a session may see: the one place the inspector asks it. Every page and action
 about a user (and every list of users, packs and jobs) goes through `may_see_user`;
-a user out of reach is "not found", never "forbidden", so a page tells nothing of users
+a user out of reach is not found (never forbidden), so a page tells nothing of users
 the key cannot reach. Today every valid key reaches every user; scoped keys (a key
 reaching some users only) answer here, by the session's key fingerprint."""
 

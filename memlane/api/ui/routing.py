@@ -85,11 +85,19 @@ def api_keys(request: Request) -> list[SecretStr]:
     return list(runtime_of(request).settings.api_keys)
 
 
+def only_stored_keys(request: Request) -> bool:
+    """No MEMLANE_API_KEYS, but keys made with `memlane keys create`: the API is closed,
+    yet the inspector's sessions know only MEMLANE_API_KEYS (a stored key's scopes and
+    users do not reach its pages yet), so it signs no one in rather than everyone."""
+    runtime = runtime_of(request)
+    return not runtime.settings.api_keys and runtime.keyring().closed()
+
+
 def current_session(request: Request) -> sessions.Session:
     """The signed-in session (SignInNeeded without one); the page's CSRF token set."""
     keys = api_keys(request)
     found = sessions.read(request.cookies.get(sessions.COOKIE), keys)
-    if found is None:
+    if found is None or only_stored_keys(request):
         raise SignInNeeded
     request.state.ui_session = found
     request.state.ui_csrf = sessions.csrf_token(found, keys)

@@ -12,7 +12,7 @@ from fastapi.responses import RedirectResponse
 
 from memlane.api.ui import session as sessions
 from memlane.api.ui.render import page
-from memlane.api.ui.routing import Poster, UiRoute, api_keys, audit, safe_next
+from memlane.api.ui.routing import Poster, UiRoute, api_keys, audit, only_stored_keys, safe_next
 from memlane.service.api_keys import key_actor
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -58,7 +58,7 @@ def signin(
             message="The sign-in form's token is missing or wrong: reload the page.",
         )
     keys = api_keys(request)
-    actor = key_actor(key, keys)
+    actor = None if only_stored_keys(request) else key_actor(key, keys)
     if actor is None:
         audit.warning("ui sign-in refused: not a configured key")
         return RedirectResponse(f"/ui/signin?failed=1&next={safe_next(next)}", status_code=303)
