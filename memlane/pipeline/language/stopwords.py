@@ -73,7 +73,7 @@ OWN_LISTS: dict[str, frozenset[str]] = {
     ),
     # Chinese and Japanese: only what the segmenter (pipeline.language.cjk) must not put
     # into a character pair; Japanese hiragana is dropped by the segmenter itself.
-    "zh": _words("的 了 吗 呢 吧 啊 呀 我 你 他 她 它 们 是 也 都 很 着 把 被 就"),
+    "zh": _words("的 了 吗 呢 吧 啊 呀 我 你 他 她 它 们 是 也 都 很 着 把 被 就 在 和"),
     "ja": _words("私 僕 俺 自分 彼 彼女 私たち 方"),
 }
 
