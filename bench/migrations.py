@@ -8,7 +8,8 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 `--to`: 0005 (confirmed_at, refs, dated episodes, the change feed), 0007 (memory_events,
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
-at 0009, 1M postings). PostgreSQL uses its own scratch database, dropped afterwards.
+at 0009, 1M postings), 0011_lang (languages: from 0010 on, one memory in ten and one
+message in ten is German, so 10k memories are re-keyed). PostgreSQL uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -92,14 +93,35 @@ def _fill_keywords(url: str, postgres: bool) -> None:
             conn.execute(text(statement))
 
 
+def _fill_languages(url: str) -> None:
+    """One memory and one message in ten in German: what 0011 re-keys."""
+    german = "'Der Nutzer trinkt jeden Morgen grünen Tee, Sorte ' || id"
+    statements = [
+        f"UPDATE memories SET content = {german} WHERE CAST(substr(id, 4) AS INTEGER) % 10 = 0",
+        f"UPDATE messages SET content = {german} WHERE id % 10 = 0",
+    ]
+    with get_engine(url).begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+
+
+def _number(revision: str) -> int:
+    return int(revision[:4])
+
+
 def _time(url: str, postgres: bool, target: str) -> float:
     migrate.upgrade(url, "0004")
     _fill(url, postgres)
-    before = f"{int(target) - 1:04d}"
-    if before != "0004":
-        migrate.upgrade(url, before)
-    if int(target) >= 10:
+    before = f"{_number(target) - 1:04d}"
+    keyed = min(before, "0009")  # the keywords are filled as 0009's schema takes them
+    if keyed != "0004":
+        migrate.upgrade(url, keyed)
+    if _number(target) >= 10:
         _fill_keywords(url, postgres)
+    if before != keyed:
+        migrate.upgrade(url, before)
+    if _number(target) >= 11:
+        _fill_languages(url)
     get_engine(url).dispose()
     started = time.perf_counter()
     migrate.upgrade(url, target)
@@ -127,9 +149,9 @@ def main() -> None:
         else:
             with tempfile.TemporaryDirectory() as scratch:
                 figures[backend] = _time(f"sqlite:///{scratch}/m.db", False, args.to)
-        step = f"{int(args.to) - 1:04d} → {args.to}"
+        step = f"{_number(args.to) - 1:04d} → {args.to}"
         print(f"{backend}: {step} on {MEMORIES:,} memories in {figures[backend]:.1f} s")
-    key = f"seconds_{int(args.to) - 1:04d}_to_{args.to}"
+    key = f"seconds_{_number(args.to) - 1:04d}_to_{args.to}"
     print(json.dumps({"machine": machine(), key: figures}))
 
 

@@ -132,6 +132,9 @@ class Message(Base):
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text)
     content_sha256: Mapped[str] = mapped_column(String(64))  # '' once purged
+    # ISO 639-1, given with the message or detected (memlane.pipeline.language.detect;
+    # migration 0011); none for a message purged before 0011.
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
     # When retention purged its text (models/store/users/retention.py): the row stays, content
     # and hash emptied, so the position is known and a re-sent transcript skips it.
@@ -198,6 +201,9 @@ class MemoryRow(Base):
     sensitive: Mapped[bool] = mapped_column(Boolean, default=False)
     expires_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
     keywords: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # ISO 639-1: the language its keywords are of (memlane.pipeline.dedup.keywords;
+    # migration 0011).
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)

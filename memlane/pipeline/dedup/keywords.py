@@ -157,6 +157,12 @@ def language_of(words: frozenset[str]) -> str:
     return "en"
 
 
+def statement_language(text: str, words: frozenset[str]) -> str:
+    """The language of a statement with its keywords: theirs, or the text's when it has
+    none."""
+    return language_of(words) if words else detect_language(text)
+
+
 def polarity(text: str, language: str | None = None) -> Polarity:
     """−1 when text contains a negation marker, else +1 (see the module docstring).
     `language`: the text's, detected when None."""
