@@ -9,7 +9,8 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
 at 0009, 1M postings), 0011_lang (languages: from 0010 on, one memory in ten and one
-message in ten is German, so 10k memories are re-keyed). PostgreSQL uses its own scratch database, dropped afterwards.
+message in ten is German, so 10k memories are re-keyed). PostgreSQL uses its own scratch
+database, dropped afterwards.
 """
 
 from __future__ import annotations
