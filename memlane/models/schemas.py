@@ -396,6 +396,11 @@ class MemoryPublic(Frozen):
     ref: int
     source_conversation_id: str | None = None
     source_job_id: str | None = None
+    language: str | None = Field(
+        default=None,
+        description="ISO 639-1 code of the language its keywords are of (detected from its "
+        "text); null for a memory stored before languages were",
+    )
 
 
 class MemoryPage(Frozen):

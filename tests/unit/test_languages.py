@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from memlane.pipeline.dedup import plan as dedup_rules
 from memlane.pipeline.dedup.keywords import keywords, language_of, polarity, topic_keywords
 from memlane.pipeline.dedup.plan import PlannedSupersede, Sighting
+from memlane.pipeline.dedup.prefix_filter import Matcher
 from memlane.pipeline.language import analyser
 from memlane.pipeline.language.detect import detect_language
 from memlane.pipeline.ranking.hashing_embedder import hashing_embed, stemmed_tokens
@@ -170,6 +171,13 @@ def test_conflicts_supersede(language: str, older: str, newer: str) -> None:
     result = plan([_sighting(newer, 5)], [_record("m1", older)], now=NOW)
     assert result.supersedes == (PlannedSupersede("m1", 0),)
     assert [(i.memory.content, i.status) for i in result.inserts] == [(newer, "active")]
+
+
+@pytest.mark.parametrize(("language", "a", "b"), PARAPHRASES + CONFLICTS)
+def test_the_store_lookup_finds_what_dedup_compares(language: str, a: str, b: str) -> None:
+    # the prefix filter's exact check lets every paraphrase and every conflict through
+    # (its topics drop the polarity stems of every language)
+    assert Matcher([keywords(b)], threshold=DEDUP_THRESHOLD)(keywords(a))
 
 
 @pytest.mark.parametrize(
