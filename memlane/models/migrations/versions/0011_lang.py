@@ -98,26 +98,28 @@ def _rekey_memories(bind: sa.Connection, progress: Progress) -> set[str]:
     m = _memories.c
     query = sa.select(m.id, m.user_id, m.content, m.keywords)
     for rows in _batches(bind, query, m.id):
-        languages: list[dict[str, Any]] = []
+        languages: dict[str, list[str]] = {}
         changed: list[tuple[str, str, frozenset[str]]] = []
         for memory_id, user_id, content, stored in rows:
             language = detect_language(content)
-            languages.append({"b_id": memory_id, "b_language": language})
+            languages.setdefault(language, []).append(memory_id)
             if language != "en":
                 words = keywords(content, language)
                 if sorted(words) != sorted(stored or ()):
                     changed.append((memory_id, user_id, words))
-        bind.execute(
-            _memories.update()
-            .where(m.id == sa.bindparam("b_id"))
-            .values(language=sa.bindparam("b_language")),
-            languages,
-        )
+        _set_languages(bind, _memories, languages)
         if changed:
             users.update(user_id for _, user_id, _ in changed)
             _rewrite(bind, changed)
         progress.advance(task, len(rows))
     return users
+
+
+def _set_languages(bind: sa.Connection, table: sa.TableClause, ids: dict[str, list[Any]]) -> None:
+    """One statement per language of a batch (most rows share one): far fewer than one
+    a row."""
+    for language, chosen in sorted(ids.items()):
+        bind.execute(table.update().where(table.c.id.in_(chosen)).values(language=language))
 
 
 def _rewrite(bind: sa.Connection, changed: list[tuple[str, str, frozenset[str]]]) -> None:
@@ -173,18 +175,11 @@ def _detect_messages(bind: sa.Connection, progress: Progress) -> None:
     total = bind.execute(sa.select(sa.func.count()).select_from(_messages)).scalar_one()
     task = progress.add_task("messages: language", total=total)
     for rows in _batches(bind, sa.select(g.id, g.content), g.id):
-        detected = [
-            {"b_id": message_id, "b_language": detect_language(content)}
-            for message_id, content in rows
-            if content
-        ]
-        if detected:
-            bind.execute(
-                _messages.update()
-                .where(g.id == sa.bindparam("b_id"))
-                .values(language=sa.bindparam("b_language")),
-                detected,
-            )
+        languages: dict[str, list[int]] = {}
+        for message_id, content in rows:
+            if content:
+                languages.setdefault(detect_language(content), []).append(message_id)
+        _set_languages(bind, _messages, languages)
         progress.advance(task, len(rows))
 
 
