@@ -9,8 +9,9 @@ messages), upgrades it untimed to the revision before `--to`, then times the upg
 a `created` event per memory), 0008 (fingerprint tables, jobs.suppressed), 0009 (the
 erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a memory
 at 0009, 1M postings), 0011 (done jobs' extractions dropped: each of the 10k jobs
-keeps one of ten memories at 0010), 0012 (the webhook tables), 0013 (the api_keys table).
-PostgreSQL uses its own scratch database, dropped afterwards.
+keeps one of ten memories at 0010), 0012 (the webhook tables), 0013 (the api_keys table),
+0014 (languages: one memory in ten and one message in ten is German, so 10k memories
+are re-keyed). PostgreSQL uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations
@@ -107,6 +108,18 @@ def _fill_extractions(url: str) -> None:
         conn.execute(text("UPDATE jobs SET extraction = :e"), {"e": json.dumps(extraction)})
 
 
+def _fill_languages(url: str) -> None:
+    """One memory and one message in ten in German: what 0014 re-keys."""
+    german = "'Der Nutzer trinkt jeden Morgen grünen Tee, Sorte ' || id"
+    statements = [
+        f"UPDATE memories SET content = {german} WHERE CAST(substr(id, 4) AS INTEGER) % 10 = 0",
+        f"UPDATE messages SET content = {german} WHERE id % 10 = 0",
+    ]
+    with get_engine(url).begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement))
+
+
 def _number(revision: str) -> int:
     """A revision's number: 11 for "0011" (or a branch's "0011_name", before it is renumbered)."""
     return int(revision.split("_", 1)[0])
@@ -116,12 +129,17 @@ def _time(url: str, postgres: bool, target: str) -> float:
     migrate.upgrade(url, "0004")
     _fill(url, postgres)
     before = f"{_number(target) - 1:04d}"
-    if before != "0004":
-        migrate.upgrade(url, before)
-    if _number(target) == 10:  # postings without their sizes: the store 0010 rewrites
+    keyed = min(before, "0009")  # the keywords are filled as 0009's schema takes them
+    if keyed != "0004":
+        migrate.upgrade(url, keyed)
+    if _number(target) >= 10:
         _fill_keywords(url, postgres)
+    if before != keyed:
+        migrate.upgrade(url, before)
     if _number(target) >= 11:
         _fill_extractions(url)
+    if _number(target) >= 14:
+        _fill_languages(url)
     get_engine(url).dispose()
     started = time.perf_counter()
     migrate.upgrade(url, target)
@@ -133,7 +151,9 @@ def _time(url: str, postgres: bool, target: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="postgresql,sqlite")
-    parser.add_argument("--to", default="0010", help="the revision timed (0005 or later)")
+    parser.add_argument(
+        "--to", default=migrate.head_revision(), help="the revision timed (0005 or later)"
+    )
     args = parser.parse_args()
     figures: dict[str, float] = {}
     for backend in args.backends.split(","):

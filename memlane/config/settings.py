@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_SQLITE_FILE = "memlane.db"
-BUILT_IN_EMBEDDERS = ("hashing", "minilm")
+BUILT_IN_EMBEDDERS = ("hashing", "minilm", "e5-multilingual")
 # Celery's transports that memlane's fleet can run on (kombu's aliases of them).
 BROKER_SCHEMES = ("redis", "rediss", "sentinel", "amqp", "amqps", "pyamqp", "memory")
 # The MEMLANE_* variables that are not settings, each by name (a prefix would hide a typo
@@ -105,7 +105,8 @@ class Settings(BaseSettings):
         min_length=1,
         description=(
             "minilm (the default: all-MiniLM-L6-v2, local, from memlane[embedded]) | hashing "
-            "(lexical, no model files) | a litellm embedding model"
+            "(lexical, no model files) | e5-multilingual (multilingual-e5-small, local, from "
+            "memlane[multilingual]) | a litellm embedding model"
         ),
     )
     embedding_dim: int = Field(256, ge=8, le=4096)

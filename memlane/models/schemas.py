@@ -209,6 +209,12 @@ class TranscriptIn(Frozen):
     final: bool = False
     # Which provider's message shapes to expect; "auto" reads either (not both at once).
     format: ChatFormat = "auto"
+    language: str | None = Field(
+        default=None,
+        pattern=r"^[a-z]{2,3}$",
+        description="The messages' language (ISO 639-1, e.g. de) when the app knows it; "
+        "otherwise each message's is detected from its text",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -390,6 +396,11 @@ class MemoryPublic(Frozen):
     ref: int
     source_conversation_id: str | None = None
     source_job_id: str | None = None
+    language: str | None = Field(
+        default=None,
+        description="ISO 639-1 code of the language its keywords are of (detected from its "
+        "text); null for a memory stored before languages were",
+    )
 
 
 class MemoryPage(Frozen):

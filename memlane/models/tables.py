@@ -132,6 +132,9 @@ class Message(Base):
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str] = mapped_column(Text)
     content_sha256: Mapped[str] = mapped_column(String(64))  # '' once purged
+    # ISO 639-1, given with the message or detected (memlane.pipeline.language.detect;
+    # migration 0014); none for a message purged before 0014.
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
     # When retention purged its text (models/store/users/retention.py): the row stays, content
     # and hash emptied, so the position is known and a re-sent transcript skips it.
@@ -198,6 +201,9 @@ class MemoryRow(Base):
     sensitive: Mapped[bool] = mapped_column(Boolean, default=False)
     expires_at: Mapped[datetime | None] = mapped_column(UTC_DT, nullable=True)
     keywords: Mapped[list[str]] = mapped_column(JSON, default=list)
+    # ISO 639-1: the language its keywords are of (memlane.pipeline.dedup.keywords;
+    # migration 0014).
+    language: Mapped[str | None] = mapped_column(String(16), nullable=True)
     embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -447,7 +453,7 @@ class ContextPackRow(Base):
 
 
 class WebhookRow(Base):
-    """A webhook subscription (migration 0011): where to POST which events, for which
+    """A webhook subscription (migration 0012): where to POST which events, for which
     users (a glob over user ids, None: all), signed with its secret."""
 
     __tablename__ = "webhooks"
@@ -463,7 +469,7 @@ class WebhookRow(Base):
 
 
 class WebhookDeliveryRow(Base):
-    """One event owed to one subscription (migration 0011), written in the transaction of
+    """One event owed to one subscription (migration 0012), written in the transaction of
     the event itself: `pending` until a 2xx, `dead` after the last attempt or a refusal.
     The body holds ids only; a subscription that asks for content gets it read at send
     time, so a purge or an erasure leaves nothing here to send."""

@@ -4,8 +4,9 @@ job's latency_ms and no first request carries them.
 What is paid here, once per process: litellm's import and its completion path (a mocked
 completion: no network, no cost), the OpenAI client the extractor hands litellm, the
 embedder's model (minilm's ONNX session; a remote embedder is only imported, never
-called), and the tokenizer budgets are counted with. Each part is timed and logged; a
-part that fails is logged and skipped (the job that needs it reports the error then).
+called), the tokenizer budgets are counted with, and the language detector's model.
+Each part is timed and logged; a part that fails is logged and skipped (the job that
+needs it reports the error then).
 
 Celery (memlane.workers.app): `celeryd_after_setup` runs in the worker's main process for
 every pool, once its logging is set up and before its pool starts (a prefork pool forks
@@ -156,6 +157,10 @@ def _warm_models(settings: Settings, embedder: Any = None) -> dict[str, float]:
 
         if not isinstance(embedder, LiteLLMEmbedder):  # local: load its model now
             embedder.embed(["warm up"])
+    with _part(timings, "language detector"):
+        from memlane.pipeline.language.detect import detector_available
+
+        detector_available()  # loads fastText's model (~40 ms): every message is detected
     return timings
 
 

@@ -61,7 +61,9 @@ def stored(url: str, user: str) -> list[MemoryRecord]:
         rows = memories.list_for_user(s, user, status=None, limit=10_000)
         return [
             MemoryRecord.model_validate(
-                {**row.model_dump(), "keywords": keywords(row.content)}, from_attributes=False
+                # a record carries no language: its keywords say it
+                {**row.model_dump(exclude={"language"}), "keywords": keywords(row.content)},
+                from_attributes=False,
             )
             for row in rows
         ]

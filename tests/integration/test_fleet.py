@@ -286,3 +286,39 @@ def test_redis_never_sees_transcript_text(pg, redis_url, fleet, stub, tmp_path) 
     assert any(
         canary in m.content for m in Memlane(load_settings(database_url=pg)).list_memories("u1")
     )
+
+
+def _memory(content: str) -> dict[str, Any]:
+    return {"content": content, "category": "preference", "importance": 0.8, "confidence": 1.0}
+
+
+def test_a_german_and_a_japanese_conversation_end_as_memories_with_their_language(
+    pg, redis_url, fleet, stub
+) -> None:
+    fleet(**llm_settings(stub))
+    with lane_for(pg, redis_url) as lane:
+        # German: one fact said twice (word order changed) is one memory
+        stub.answer(
+            memories=[
+                _memory("Der Nutzer trinkt jeden Morgen grünen Tee"),
+                _memory("Jeden Morgen trinkt der Nutzer grünen Tee"),
+            ]
+        )
+        german = transcript("c-de", "u-de", 5, extra="Ich trinke jeden Morgen grünen Tee.")
+        wait_for_jobs(pg, lane.enqueue(german).job_ids)
+        # Japanese: a liking, then its opposite in a later conversation supersedes it
+        stub.answer(memories=[_memory("ユーザーはコーヒーが好きです")])
+        first = transcript("c-ja1", "u-ja", 5, extra="私はコーヒーが好きです。")
+        wait_for_jobs(pg, lane.enqueue(first).job_ids)
+        stub.answer(memories=[_memory("ユーザーはコーヒーが嫌いです")])
+        second = transcript("c-ja2", "u-ja", 5, extra="今はコーヒーが嫌いです。")
+        wait_for_jobs(pg, lane.enqueue(second).job_ids)
+        germans = lane.list_memories("u-de")
+        japanese = lane.list_memories("u-ja", status=None)
+    assert [(m.content, m.language) for m in germans] == [
+        ("Der Nutzer trinkt jeden Morgen grünen Tee", "de")
+    ]
+    assert sorted((m.content, m.status, m.language) for m in japanese) == [
+        ("ユーザーはコーヒーが好きです", "superseded", "ja"),
+        ("ユーザーはコーヒーが嫌いです", "active", "ja"),
+    ]

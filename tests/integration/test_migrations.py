@@ -424,3 +424,116 @@ def test_0006_drops_the_subject_keyword_and_counts_keywords_on_postgres(pg_url: 
         get_engine(url).dispose()
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+
+
+def _check_0014(url: str) -> None:
+    """0014 stores each memory's and message's language and re-keys the memories of
+    other languages (postings and counts with them); English keywords stay."""
+    migrate.upgrade(url, "0013")
+    memory = (
+        "INSERT INTO memories (id, user_id, content, category, importance, confidence,"
+        " tier, status, sensitive, keywords, access_count, created_at, accessed_at,"
+        " confirmed_at, ref) VALUES (:id, 'u1', :content, 'fact', 0.5, 1.0, 'candidate',"
+        " 'active', false, :keywords, 1, :t, :t, :t, :ref)"
+    )
+    # keywords as the code before 0014 made them: English stemming of every text
+    rows = [
+        ("m1", "User likes Java", ["java", "like"]),
+        (
+            "m2",
+            "Der Nutzer trinkt jeden Morgen grünen Tee",
+            ["der", "grünen", "jeden", "morgen", "nutzer", "tee", "trinkt"],
+        ),
+        ("m3", "ユーザーは毎朝緑茶を飲みます", ["ユーザーは毎朝緑茶を飲みます"]),
+    ]
+    t = "2026-01-01 00:00:00+00:00"
+    with get_engine(url).begin() as conn:
+        for ref, (memory_id, content, words) in enumerate(rows, start=1):
+            conn.execute(
+                text(memory),
+                {
+                    "id": memory_id,
+                    "content": content,
+                    "keywords": json.dumps(words),
+                    "ref": ref,
+                    "t": t,
+                },
+            )
+            for word in words:
+                conn.execute(
+                    text("INSERT INTO memory_keywords VALUES (:m, :k, 'u1', :n, :n)"),
+                    {"m": memory_id, "k": word, "n": len(words)},
+                )
+        conn.execute(
+            text(
+                "INSERT INTO memory_keyword_counts (user_id, keyword, memories)"
+                " SELECT user_id, keyword, count(*) FROM memory_keywords GROUP BY user_id, keyword"
+            )
+        )
+        conn.execute(text("INSERT INTO memory_keyword_counts VALUES ('u1', '', 3)"))
+        conn.execute(
+            text(
+                "INSERT INTO conversations (id, user_id, message_count, assistant_count,"
+                " extracted_to_seq, final, created_at, last_message_at)"
+                " VALUES ('c1', 'u1', 3, 0, -1, false, :t, :t)"
+            ),
+            {"t": t},
+        )
+        for seq, content in enumerate(
+            ["Ich trinke jeden Morgen grünen Tee", "I drink green tea every morning", ""]
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO messages (conversation_id, seq, role, content,"
+                    " content_sha256, created_at) VALUES ('c1', :seq, 'user', :c, '', :t)"
+                ),
+                {"seq": seq, "c": content, "t": t},
+            )
+    migrate.upgrade(url)
+    with unit_of_work(url) as session:
+        stored = {
+            memory_id: (language, sorted(json.loads(words) if isinstance(words, str) else words))
+            for memory_id, language, words in session.execute(
+                text("SELECT id, language, keywords FROM memories")
+            ).all()
+        }
+        postings = {
+            (m, k)
+            for m, k in session.execute(
+                text("SELECT memory_id, keyword FROM memory_keywords")
+            ).all()
+        }
+        counts = dict(
+            session.execute(text("SELECT keyword, memories FROM memory_keyword_counts")).all()
+        )
+        languages = session.execute(text("SELECT language FROM messages ORDER BY seq")).scalars()
+        assert list(languages) == ["de", "en", None]  # the purged message keeps none
+    assert stored == {
+        "m1": ("en", ["java", "like"]),
+        "m2": ("de", ["de:grun", "de:morg", "de:tee", "de:trinkt"]),
+        "m3": ("ja", ["ja:朝緑", "ja:毎朝", "ja:緑茶", "ja:飲"]),
+    }
+    assert postings == {(m, k) for m, (_, words) in stored.items() for k in words}
+    assert counts == {**{k: 1 for _, words in stored.values() for k in words}, "": 3}
+    migrate.downgrade(url, "0010")
+    migrate.upgrade(url)
+
+
+def test_0014_detects_languages_and_rekeys_on_sqlite(tmp_path: Path) -> None:
+    _check_0014(f"sqlite:///{tmp_path / 'm.db'}")
+
+
+def test_0014_detects_languages_and_rekeys_on_postgres(pg_url: str) -> None:
+    import psycopg
+
+    scratch = f"{PG_DB}_migration_0014"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{scratch}"')
+    url = pg_url.rsplit("/", 1)[0] + "/" + scratch
+    try:
+        _check_0014(url)
+    finally:
+        get_engine(url).dispose()
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')

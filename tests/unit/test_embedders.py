@@ -140,13 +140,21 @@ def test_each_embedder_declares_what_its_vectors_are_good_for() -> None:
     settings = load_settings(embedding_dim=64)
     found = {
         model: embedder_for(model, settings).capabilities
-        for model in ("hashing", "hashing-128", "minilm", MINILM_NAME, "openai/text-embedding-3")
+        for model in (
+            "hashing",
+            "hashing-128",
+            "minilm",
+            MINILM_NAME,
+            "e5-multilingual",
+            "openai/text-embedding-3",
+        )
     }
     assert {model: (c.dim, c.ann_helps, c.lexical) for model, c in found.items()} == {
         "hashing": (64, False, True),
         "hashing-128": (128, False, True),
         "minilm": (384, True, False),
         MINILM_NAME: (384, True, False),
+        "e5-multilingual": (384, True, False),
         "openai/text-embedding-3": (64, True, False),
     }
     for model in found:
@@ -187,3 +195,27 @@ def test_embed_in_batches_keeps_order_and_makes_no_call_for_blank_texts() -> Non
         [0.0, 0.0],
     ]
     assert calls == [["a", "bb"], ["ccc"]]  # no call for blank texts alone
+
+
+def test_the_multilingual_embedder_puts_one_fact_in_two_languages_close() -> None:
+    from memlane.workers.embedders import embedder_for
+
+    embedder = embedder_for("e5-multilingual", load_settings())
+    assert embedder.name == "multilingual-e5-small-q4"
+    tea_de, tea_en, tea_zh, cello, blank = embedder.embed(
+        [
+            "Der Nutzer trinkt jeden Morgen grünen Tee.",
+            "User drinks green tea every morning.",
+            "用户每天早上喝绿茶。",
+            "Der Nutzer spielt Cello in einem Orchester.",
+            " ",
+        ]
+    )
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert abs(cosine(tea_de, tea_de) - 1.0) < 1e-4  # unit vectors
+    assert cosine(tea_de, tea_en) > cosine(tea_de, cello)
+    assert cosine(tea_zh, tea_en) > cosine(tea_zh, cello)
+    assert blank == [0.0] * 384

@@ -57,6 +57,24 @@ export class Unauthorized extends ApiError {
   override name = "Unauthorized";
 }
 
+/** 403 forbidden: the key lacks the scope the call needs (read, write or admin); use a
+ * key made with it (`memlane keys create --scopes`). */
+export class Forbidden extends ApiError {
+  override name = "Forbidden";
+}
+
+/** 429 rate_limited: the key is over its rate; `retryAfter` says how many seconds until
+ * a call would pass (also the Retry-After header). */
+export class RateLimited extends ApiError {
+  override name = "RateLimited";
+  readonly retryAfter: number;
+  constructor(status: number, code: string, message: string, details: Record<string, unknown>) {
+    super(status, code, message, details);
+    const found = details.retry_after;
+    this.retryAfter = typeof found === "number" ? found : 1;
+  }
+}
+
 /** 404: no such memory, job, pack or webhook (for this user). */
 export class NotFound extends ApiError {
   override name = "NotFound";
@@ -120,6 +138,8 @@ export const ERRORS: Readonly<Record<string, ApiErrorClass>> = {
   message_too_large: PayloadTooLarge,
   body_too_large: PayloadTooLarge,
   unauthorized: Unauthorized,
+  forbidden: Forbidden,
+  rate_limited: RateLimited,
   not_found: NotFound,
   method_not_allowed: MethodNotAllowed,
   conflict: Conflict,
@@ -134,11 +154,13 @@ export const ERRORS: Readonly<Record<string, ApiErrorClass>> = {
 // A code this client does not know (a newer server): read by its status.
 const BY_STATUS: Readonly<Record<number, ApiErrorClass>> = {
   401: Unauthorized,
+  403: Forbidden,
   404: NotFound,
   405: MethodNotAllowed,
   409: Conflict,
   413: PayloadTooLarge,
   422: InvalidRequest,
+  429: RateLimited,
   503: Unavailable,
 };
 

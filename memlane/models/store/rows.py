@@ -55,6 +55,7 @@ def to_public(row: MemoryRow) -> MemoryPublic:
         ref=row.ref,
         source_conversation_id=row.source_conversation_id,
         source_job_id=row.source_job_id,
+        language=row.language,
     )
 
 

@@ -18,7 +18,7 @@ import hmac
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memlane.pipeline.dedup.keywords import Polarity, normalise, polarity
+from memlane.pipeline.dedup.keywords import Polarity, language_of, normalise, polarity
 from memlane.pipeline.dedup.plan import duplicate_of
 from memlane.pipeline.dedup.similarity import Statement, statements_duplicate
 from memlane.pipeline.records import MemoryRecord
@@ -40,10 +40,11 @@ def _mac(secret: bytes, value: str) -> str:
 
 
 def fingerprint(secret: bytes, content: str, words: Iterable[str]) -> Fingerprint:
+    words = frozenset(words)
     return Fingerprint(
         keywords=frozenset(_mac(secret, "k:" + w) for w in words),
         text=_mac(secret, "t:" + normalise(content)),
-        polarity=polarity(content),
+        polarity=polarity(content, language_of(words) if words else None),
     )
 
 

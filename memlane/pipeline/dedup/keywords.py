@@ -18,6 +18,12 @@ word stemming to dislike / hate / stop / quit), otherwise +1. Any marker makes t
 negative; markers are not counted, because "doesn't like Java anymore" has two and is
 still negative. A double negation ("doesn't dislike") therefore reads as negative: the
 rule is a heuristic for memory sentences, not a parser.
+
+Other languages: `keywords(text, language)` and `polarity(text, language)` take the
+text's language (ISO 639-1; detected by pipeline.language.detect when not given) and,
+for any but English, hand over to pipeline.language.analyser: its stopwords, Snowball
+stemmer and polarity cues, keywords tagged with the language ("de:tee"). English
+keywords stay untagged and exactly as above. `language_of(keywords)` reads the tag back.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ from functools import lru_cache
 from typing import Literal
 
 import snowballstemmer
+
+from memlane.pipeline.language import analyser
+from memlane.pipeline.language.detect import detect_language
 
 Polarity = Literal[-1, 1]
 
@@ -84,6 +93,8 @@ NEGATIVE_STEMS: frozenset[str] = frozenset({"dislik", "hate", "stop", "quit"})
 POSITIVE_STEMS: frozenset[str] = frozenset({"like", "love", "prefer", "enjoy", "alway"})
 # Stems that say how the user stands towards a topic rather than what the topic is.
 POLARITY_STEMS: frozenset[str] = NEGATIVE_STEMS | POSITIVE_STEMS
+# With the other languages' (tagged, so no English keyword is among them).
+ALL_POLARITY_STEMS: frozenset[str] = POLARITY_STEMS | analyser.polarity_stems()
 
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
@@ -113,8 +124,12 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(_prepare(text))
 
 
-def keywords(text: str) -> frozenset[str]:
-    """Stemmed word tokens without stopwords; see the module docstring."""
+def keywords(text: str, language: str | None = None) -> frozenset[str]:
+    """Stemmed word tokens without stopwords; see the module docstring. `language`: the
+    text's, detected when None."""
+    language = language or detect_language(text)
+    if language != "en":
+        return analyser.keywords(text, language)
     words = tokens(text)
     found: set[str] = set()
     for index, word in enumerate(words):
@@ -127,13 +142,33 @@ def keywords(text: str) -> frozenset[str]:
 
 
 def topic_keywords(words: frozenset[str]) -> frozenset[str]:
-    """Keywords without the polarity stems (like, dislike, prefer, always, …): what a
-    statement is about, so "likes Java" and "dislikes Java" have the same topic."""
-    return words - POLARITY_STEMS
+    """Keywords without the polarity stems (like, dislike, prefer, always, …, and their
+    tagged kin of other languages): what a statement is about, so "likes Java" and
+    "dislikes Java" have the same topic."""
+    return words - ALL_POLARITY_STEMS
 
 
-def polarity(text: str) -> Polarity:
-    """−1 when text contains a negation marker, else +1 (see the module docstring)."""
+def language_of(words: frozenset[str]) -> str:
+    """The language of a keyword set: its tag ("de:tee" → "de"), "en" when untagged.
+    A set's keywords are all of one text, so one of them tells."""
+    for word in words:
+        tag, colon, _ = word.partition(":")
+        return tag if colon else "en"
+    return "en"
+
+
+def statement_language(text: str, words: frozenset[str]) -> str:
+    """The language of a statement with its keywords: theirs, or the text's when it has
+    none."""
+    return language_of(words) if words else detect_language(text)
+
+
+def polarity(text: str, language: str | None = None) -> Polarity:
+    """−1 when text contains a negation marker, else +1 (see the module docstring).
+    `language`: the text's, detected when None."""
+    language = language or detect_language(text)
+    if language != "en":
+        return analyser.polarity(text, language)
     for word in tokens(text):
         if word in NEGATION_WORDS or word.endswith("n't"):
             return -1

@@ -47,7 +47,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from memlane.pipeline.dedup.keywords import POLARITY_STEMS, topic_keywords
+from memlane.pipeline.dedup.keywords import ALL_POLARITY_STEMS, topic_keywords
 from memlane.pipeline.dedup.similarity import jaccard
 
 _EPSILON = 1e-9  # 0.6 · 5 is 3.0000000000000004 in floating point
@@ -261,7 +261,9 @@ class Matcher:
             if not topic:
                 continue
             if other is None:
-                other = stored if stored.isdisjoint(POLARITY_STEMS) else stored - POLARITY_STEMS
+                other = (
+                    stored if stored.isdisjoint(ALL_POLARITY_STEMS) else stored - ALL_POLARITY_STEMS
+                )
             if (
                 other
                 and t * topic_n - _EPSILON <= len(other) <= topic_n / t + _EPSILON

@@ -9,6 +9,10 @@
   each side, the same topic is Jaccard(topics) ≥ threshold; below that, equal topics.
   "likes Java" / "dislikes Java", "prefers X" / "does not prefer X", "always" / "never".
 
+Keywords of a language other than English carry its tag (pipeline.language.analyser), so
+two statements in different languages share no keyword: neither rule holds across
+languages, except equal texts.
+
 Duplicates and conflicts exclude each other (same vs opposite polarity), except that
 equal normalised texts are always duplicates.
 
@@ -19,7 +23,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memlane.pipeline.dedup.keywords import Polarity, normalise, polarity, topic_keywords
+from memlane.pipeline.dedup.keywords import (
+    Polarity,
+    language_of,
+    normalise,
+    polarity,
+    topic_keywords,
+)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -41,7 +51,10 @@ class Statement:
 
     @classmethod
     def of(cls, text: str, words: frozenset[str]) -> Statement:
-        return cls(normalise(text), words, topic_keywords(words), polarity(text))
+        # the polarity in the keywords' language: the one they were made in (detected or
+        # given), not a guess again from the text
+        language = language_of(words) if words else None
+        return cls(normalise(text), words, topic_keywords(words), polarity(text, language))
 
 
 def statements_duplicate(

@@ -58,6 +58,10 @@ job, family, pets, health, dates), decision (a choice that was made), project (o
 0.5 to 0.8 is useful; below 0.5 is minor.
 - confidence from 0 to 1: 1.0 when the user said it; 0.7 when it is inferred or only the \
 assistant said it.
+- In the language the user writes in: a user who writes German gets "Der Nutzer trinkt \
+jeden Morgen grünen Tee.", one who writes Japanese "ユーザーは毎朝緑茶を飲みます。" (the word \
+for "user" in that language as the subject). Never translate a memory into English. When \
+the user switches language, each memory is in the language its fact was said in.
 - Keep negations and changes of mind: "I don't like Jest anymore" gives "User does not \
 like Jest anymore.", never "User likes Jest."
 - Nothing about the assistant itself, no small talk, no secrets (passwords, keys, card \

@@ -3,6 +3,11 @@
 It knows no synonyms ("car" and "automobile" share nothing), but texts that share stemmed
 words land close together, it needs no model download, and the same text gives the same
 vector in every process and on every machine. It is the offline default embedder.
+
+A text in another language than English (pipeline.language.detect) is read as its
+keywords in order (pipeline.language.analyser: that language's stopwords and stemmer,
+Chinese and Japanese as character pairs), tagged with the language, so its features
+never collide with English words; English texts give the vectors they always gave.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ from functools import lru_cache
 from itertools import pairwise
 
 import snowballstemmer
+
+from memlane.pipeline.language.analyser import keyword_sequence
+from memlane.pipeline.language.detect import detect_language
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -53,7 +61,11 @@ def _stem(word: str) -> str:
 
 
 def stemmed_tokens(text: str) -> list[str]:
-    """Lower-cased `[a-z0-9]+` tokens without stopwords, Snowball-stemmed (English), in order."""
+    """Lower-cased `[a-z0-9]+` tokens without stopwords, Snowball-stemmed (English), in
+    order; another language's tagged keywords in order (see the module docstring)."""
+    language = detect_language(text)
+    if language != "en":
+        return keyword_sequence(text, language)
     return [_stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS]
 
 

@@ -5,12 +5,13 @@ read this list; tests/unit/test_embedders.py checks the two agree)."""
 
 from __future__ import annotations
 
-from memlane.workers.embedders import hashing, litellm, minilm
+from memlane.workers.embedders import e5, hashing, litellm, minilm
 from memlane.workers.embedders.plugin import EmbedderPlugin
 
 BUILT_IN: tuple[EmbedderPlugin, ...] = (
     hashing.PLUGIN,
     minilm.PLUGIN,
+    e5.PLUGIN,
 )
 # Any name no built-in one claims is a litellm embedding model.
 ANY_OTHER = litellm.PLUGIN

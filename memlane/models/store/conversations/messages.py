@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from memlane.models.schemas import TranscriptIn
 from memlane.models.tables import Conversation, Message
 from memlane.pipeline.errors import TranscriptError
+from memlane.pipeline.language.detect import detect_language
 from memlane.pipeline.records import StoredMessage
 
 _MESSAGES = cast(Table, Message.__table__)
@@ -166,6 +167,7 @@ def save_transcript(
                 "content": message.content,
                 "content_sha256": digest,
                 "created_at": message.created_at or now,
+                "language": transcript.language or detect_language(message.content),
             }
         )
         next_seq = seq + 1

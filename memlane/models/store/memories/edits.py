@@ -22,6 +22,7 @@ from memlane.models.store.rows import to_public
 from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.dedup.keywords import keywords as keywords_of
+from memlane.pipeline.dedup.keywords import statement_language
 from memlane.pipeline.dedup.plan import duplicate_of
 from memlane.pipeline.errors import ConflictError
 from memlane.pipeline.records import MemoryStatus, Tier
@@ -163,6 +164,7 @@ def edit(
         if keywords is None:
             raise ValueError("a new content needs its keywords")
         row.keywords = sorted(keywords)
+        row.language = statement_language(row.content, keywords)
         keyword_index.unindex(session, user_id, row.id)
         keyword_index.index(session, user_id, {row.id: keywords})
         row.embedding = list(embedding) if embedding is not None else None

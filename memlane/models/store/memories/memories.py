@@ -20,6 +20,7 @@ from memlane.models.store.memories import keyword_index, refs
 from memlane.models.store.rows import to_public
 from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryRow
+from memlane.pipeline.dedup.keywords import statement_language
 from memlane.pipeline.errors import NotFoundError
 from memlane.pipeline.records import MemoryStatus
 
@@ -99,6 +100,7 @@ def add(
         sensitive=memory.sensitive,
         expires_at=memory.expires_at,
         keywords=sorted(keywords),
+        language=statement_language(memory.content, keywords),
         embedding=list(embedding) if embedding is not None else None,
         embedding_model=embedding_model if embedding is not None else None,
         embedding_dim=len(embedding) if embedding is not None else None,
@@ -237,6 +239,7 @@ def apply_plan(
                 "status": planned.status,
                 "sensitive": False,
                 "keywords": sorted(planned.keywords),
+                "language": statement_language(planned.memory.content, planned.keywords),
                 "embedding": list(vector) if vector is not None else None,
                 "embedding_model": embedding_model if vector is not None else None,
                 "embedding_dim": len(vector) if vector is not None else None,

@@ -102,6 +102,10 @@ class ConversationRowIn(_Row):
     last_message_at: Time
 
 
+# ISO 639-1 (or -3), as the store writes it (memlane.pipeline.language.detect)
+Language = Annotated[str, StringConstraints(pattern=r"^[a-z]{2,3}$")]
+
+
 class MessageRowIn(_Row):
     conversation_id: Identifier
     seq: Seq
@@ -111,6 +115,7 @@ class MessageRowIn(_Row):
     content_sha256: Annotated[str, StringConstraints(pattern=r"^([0-9a-f]{64})?$")]
     created_at: Time
     purged_at: Time | None = None
+    language: Language | None = None
 
 
 class MemoryRowIn(_Row):
@@ -124,6 +129,7 @@ class MemoryRowIn(_Row):
     sensitive: bool = False
     expires_at: Time | None = None
     keywords: Keywords = Field(default_factory=list)
+    language: Language | None = None
     embedding: Vector | None = None
     embedding_model: ModelName | None = None
     embedding_dim: Annotated[int, Field(ge=1, le=MAX_VECTOR)] | None = None

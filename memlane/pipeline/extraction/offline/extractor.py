@@ -9,6 +9,9 @@ Memories, from the window's NEW messages only (seq >= new_from_seq), in seq orde
 2. sentences are cut into clauses; fillers ("Honestly,", "Also,"), hedges ("I think") and
    a leading context phrase ("For the frontend,") are set aside; questions and
    conditions ("if I ...") are skipped.
+   A user's sentence in German, French or Spanish (pipeline.language.detect) is read by
+   `offline.languages` instead: a first-person statement in the third person ("Ich
+   trinke grünen Tee" → "Der Nutzer trinkt grünen Tee."). Other languages: no memory.
 3. the first rule of `offline_rules` that matches the clause start decides category and
    importance; the clause is rewritten in the third person (`offline_text`), so
    "I don't like Java" gives "User does not like Java." (negations are kept word for word).
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 
 from memlane.pipeline.dedup.keywords import STOPWORDS, tokens
 from memlane.pipeline.extraction.chat_formats import without_tool_segments
+from memlane.pipeline.extraction.offline import languages
 from memlane.pipeline.extraction.offline.rules import (
     ASSISTANT_RULES,
     BARE_OBJECT,
@@ -55,6 +59,7 @@ from memlane.pipeline.extraction.offline.rules import (
 )
 from memlane.pipeline.extraction.offline.text import clauses, sentences, third_person_sentence
 from memlane.pipeline.extraction.prompts import MAX_MEMORIES
+from memlane.pipeline.language.detect import detect_language
 from memlane.pipeline.records import (
     ExtractedEpisode,
     ExtractedMemory,
@@ -124,6 +129,13 @@ def find_memories(messages: Sequence[StoredMessage]) -> list[ExtractedMemory]:
         for sentence in sentences(message.content):
             if INJECTION.search(sentence):
                 break
+            language = detect_language(sentence) if message.role == "user" else "en"
+            if language in languages.LANGUAGES:
+                other = _other_language(sentence, language, message.seq)
+                if other is not None and other.content.casefold() not in seen:
+                    seen.add(other.content.casefold())
+                    found.append(other)
+                continue
             for clause in clauses(sentence):
                 reading = read_clause(clause, message.role)
                 if reading is None or reading.content.casefold() in seen:
@@ -140,6 +152,20 @@ def find_memories(messages: Sequence[StoredMessage]) -> list[ExtractedMemory]:
                     )
                 )
     return found
+
+
+def _other_language(sentence: str, language: str, seq: int) -> ExtractedMemory | None:
+    read = languages.third_person(sentence, language)
+    if read is None:
+        return None
+    content, liking = read
+    return ExtractedMemory(
+        content=content,
+        category="preference" if liking else "fact",
+        importance=0.6,
+        confidence=1.0,
+        source_seq=seq,
+    )
 
 
 def cap_memories(memories: Sequence[ExtractedMemory], limit: int) -> list[ExtractedMemory]:
