@@ -231,4 +231,11 @@ def pack_of(
         "events": [{"type": event.type, "id": event.id} for event in events],
         "retrieval_mode": request.retrieval_mode,
         "style": request.style,
+        "time_window": None
+        if request.time_window is None
+        else {
+            "start": request.time_window.start,
+            "end": request.time_window.end,
+            "phrase": request.time_window.phrase,
+        },
     }
