@@ -23,6 +23,7 @@ from memlane.pipeline.assembly.records import (
     PackData,
     PackEvent,
 )
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.ranking.scoring import RankedMemory, ScoreBreakdown
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
 
@@ -83,6 +84,7 @@ class Account:
             encoding, fmt.ROOT_CLOSE
         )
         self.section_used: dict[fmt.SectionName, int] = {}
+        self.said: set[str] = set()  # the keywords of the memories taken
         self._wrapper = {
             name: count_line(encoding, fmt.section_open(name))
             + count_line(encoding, fmt.section_close(name))
@@ -91,10 +93,11 @@ class Account:
 
     def copy(self) -> Account:
         twin = object.__new__(Account)
-        twin.used, twin.section_used, twin._wrapper = (
+        twin.used, twin.section_used, twin._wrapper, twin.said = (
             self.used,
             dict(self.section_used),
             self._wrapper,
+            set(self.said),
         )
         return twin
 
@@ -109,6 +112,28 @@ class Account:
         self.used += cost
         self.section_used[entry.section] = self.section_used.get(entry.section, 0) + cost
         entry.included = True
+        record = entry.record
+        if isinstance(record, MemoryRecord):
+            self.said |= record.keywords or keywords(record.content)
+
+    def says_again(self, entry: AnyEntry) -> bool:
+        """Whether `entry` is an episode that says little the memories taken have not
+        (module docstring of pipeline.assembly.assembler, rule 4)."""
+        record = entry.record
+        if not isinstance(record, EpisodeRecord) or not self.said:
+            return False
+        words = _episode_words(fmt.episode_text(record))
+        return bool(words) and len(words & self.said) >= SAID_AGAIN_SHARE * len(words)
+
+
+# The share of an episode's keywords the memories taken must hold for the episode to say
+# nothing new: the dedup rule's (a memory 60% the same as another is the same memory).
+SAID_AGAIN_SHARE = 0.6
+
+
+@lru_cache(maxsize=4096)
+def _episode_words(text: str) -> frozenset[str]:
+    return keywords(text)
 
 
 @dataclass(frozen=True, slots=True)

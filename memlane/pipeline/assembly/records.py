@@ -34,6 +34,7 @@ DropReason = Literal[
     "over_memory_share",  # fitted the budget but not the memories' share of it
     "over_budget",  # did not fit what was left of the whole budget
     "recount",  # removed when the final string's exact count came out over budget
+    "redundant",  # an episode whose words the memories taken before it already say
 ]
 
 
