@@ -84,7 +84,11 @@ class Account:
             encoding, fmt.ROOT_CLOSE
         )
         self.section_used: dict[fmt.SectionName, int] = {}
-        self.said: set[str] = set()  # the keywords of the memories taken
+        # the memories taken, and the keywords of the first `_heard` of them (read only
+        # when an episode is walked: most walks take memories alone)
+        self.memories_taken: list[MemoryRecord] = []
+        self.said: set[str] = set()
+        self._heard = 0
         self._wrapper = {
             name: count_line(encoding, fmt.section_open(name))
             + count_line(encoding, fmt.section_close(name))
@@ -93,11 +97,15 @@ class Account:
 
     def copy(self) -> Account:
         twin = object.__new__(Account)
-        twin.used, twin.section_used, twin._wrapper, twin.said = (
+        twin.used, twin.section_used, twin._wrapper = (
             self.used,
             dict(self.section_used),
             self._wrapper,
+        )
+        twin.memories_taken, twin.said, twin._heard = (
+            list(self.memories_taken),
             set(self.said),
+            self._heard,
         )
         return twin
 
@@ -114,14 +122,17 @@ class Account:
         entry.included = True
         record = entry.record
         if isinstance(record, MemoryRecord):
-            self.said |= record.keywords or keywords(record.content)
+            self.memories_taken.append(record)
 
     def says_again(self, entry: AnyEntry) -> bool:
         """Whether `entry` is an episode that says little the memories taken have not
         (module docstring of pipeline.assembly.assembler, rule 4)."""
         record = entry.record
-        if not isinstance(record, EpisodeRecord) or not self.said:
+        if not isinstance(record, EpisodeRecord) or not self.memories_taken:
             return False
+        for memory in self.memories_taken[self._heard :]:
+            self.said |= memory.keywords or keywords(memory.content)
+        self._heard = len(self.memories_taken)
         words = _episode_words(fmt.episode_text(record))
         return bool(words) and len(words & self.said) >= SAID_AGAIN_SHARE * len(words)
 
