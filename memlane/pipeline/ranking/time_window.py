@@ -3,9 +3,11 @@ weeks ago", "the week before August 3", "between May 1 and May 5" → one window
 [start, end), read against the assembly's `now` in the user's timezone (UTC when unknown).
 
 Pure: `now` and the timezone come in. A query naming no time, or a time this parser does
-not read, has no window (None); a query naming several takes the first it names (the
-question's own anchor comes first in the forms it reads: "what did she say on May 3 about
-June?"), and a date after `now` is read as it is written.
+not read, has no window (None). A query naming several is read in this order: a span
+anchored on a date, a relative phrase (against the date the query names, if any), the
+first written date, a year (`time_window`). A date without a year is the latest such
+date not after `now`; one with a year is read as written, after `now` or not. The
+service reads windows in UTC: memlane keeps no timezone per user yet.
 
 What the assembler does with a window (`in_window_factor`): an item stated in it keeps its
 relevance, an item stated outside it keeps OUTSIDE_WINDOW_FACTOR of it, when some item
