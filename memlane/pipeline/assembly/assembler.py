@@ -24,7 +24,7 @@ Rules, in the order they are applied:
    displaces one above it: a memory said yesterday, important and often confirmed,
    cannot push out the one the question is about.
    Nothing is said twice: an episode whose keywords the memories taken before it
-   already hold (SAID_AGAIN_SHARE, 60% of them: the dedup rule's share for one memory)
+   already hold (coverage.SAID_AGAIN_SHARE, 60% of them: the dedup rule's share for one memory)
    is left out, fitting or not (drop reason "redundant"): episodes summarise the
    messages the memories come from, and quote them. The walk decides in its order, so
    an episode walked before the memories that repeat it stays.

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.coverage import memory_words, said_again
 from memlane.pipeline.assembly.records import (
     AssemblyInput,
     DropReason,
@@ -23,7 +24,6 @@ from memlane.pipeline.assembly.records import (
     PackData,
     PackEvent,
 )
-from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.ranking.scoring import RankedMemory, ScoreBreakdown
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
 
@@ -126,25 +126,13 @@ class Account:
 
     def says_again(self, entry: AnyEntry) -> bool:
         """Whether `entry` is an episode that says little the memories taken have not
-        (module docstring of pipeline.assembly.assembler, rule 4)."""
+        (pipeline.assembly.coverage)."""
         record = entry.record
         if not isinstance(record, EpisodeRecord) or not self.memories_taken:
             return False
-        for memory in self.memories_taken[self._heard :]:
-            self.said |= memory.keywords or keywords(memory.content)
+        self.said |= memory_words(self.memories_taken[self._heard :])
         self._heard = len(self.memories_taken)
-        words = _episode_words(fmt.episode_text(record))
-        return bool(words) and len(words & self.said) >= SAID_AGAIN_SHARE * len(words)
-
-
-# The share of an episode's keywords the memories taken must hold for the episode to say
-# nothing new: the dedup rule's (a memory 60% the same as another is the same memory).
-SAID_AGAIN_SHARE = 0.6
-
-
-@lru_cache(maxsize=4096)
-def _episode_words(text: str) -> frozenset[str]:
-    return keywords(text)
+        return said_again(record, self.said)
 
 
 @dataclass(frozen=True, slots=True)
