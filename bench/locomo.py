@@ -3,6 +3,7 @@
     python -m bench.locomo DATA_DIR [--backend sqlite|postgresql] [--embedder minilm|hashing]
                                     [--budgets 500,1000,2000] [--modes production,fresh]
                                     [--style default|compact] [--now after|wall]
+                                    [--granularity turn|sentence]
                                     [--limit N] [--out DIR]
 
 DATA_DIR holds `transcripts.jsonl`, `questions.jsonl` and `score.py` (the LoCoMo dev split
@@ -15,6 +16,11 @@ protocol is the one DATA_DIR's README describes:
    category fact, importance 0.5, confidence 1.0; messages of fewer than 4 words are
    skipped; at most 10 per extraction (the last 10). The episode is the first 200
    characters of the new messages, with up to 5 frequent words as topics.
+   `--granularity sentence`: one memory per sentence of each new message instead
+   ("Name: sentence", a shared picture's caption left out), as an LLM extractor writes
+   memories smaller than turns; the same rules of length and number. Evidence is then
+   found only for the turns of one sentence (the scorer looks for a turn's whole text):
+   answer words are its measure.
 2. Every transcript is enqueued in file order as final, then every job waited for.
 3. Every question at every budget is assembled with the question as the query, one
    after another, in two modes on the same store: `fresh` (nothing recorded between
@@ -67,10 +73,27 @@ _NEW_MESSAGE = re.compile(r'<message seq="(\d+)" role="\w+" part="new">(.*?)</me
 _WORD = re.compile(r"[a-z]{4,}")
 
 
-def verbatim_answer(prompt: str) -> dict[str, Any]:
-    """The stand-in's extraction of one prompt (step 1 of the module docstring)."""
+GRANULARITIES = ("turn", "sentence")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPEAKER = re.compile(r"^([^:]{1,40}):\s*(.*)$", re.S)
+
+
+def sentences(message: str) -> list[str]:
+    """A "Name: text" message as memories smaller than turns, as an LLM extractor writes
+    them: each sentence of its text (a shared picture's caption left out), the speaker's
+    name kept before it."""
+    found = _SPEAKER.match(message)
+    name, text = (found.group(1), found.group(2)) if found else ("", message)
+    text = re.sub(r"\s*\[image:[^\]]*\]", "", text)
+    return [f"{name}: {part}" if name else part for part in _SENTENCE_END.split(text) if part]
+
+
+def verbatim_answer(prompt: str, granularity: str = "turn") -> dict[str, Any]:
+    """The stand-in's extraction of one prompt (step 1 of the module docstring); at
+    `sentence` granularity one memory per sentence of each new message."""
     texts = [html.unescape(text) for _, text in _NEW_MESSAGE.findall(prompt)]
-    kept = [t for t in texts if len(t.split()) >= MIN_WORDS][-MAX_MEMORIES:]
+    units = texts if granularity == "turn" else [s for t in texts for s in sentences(t)]
+    kept = [t for t in units if len(t.split()) >= MIN_WORDS][-MAX_MEMORIES:]
     memories = [
         {"content": t, "category": "fact", "importance": 0.5, "confidence": 1.0} for t in kept
     ]
@@ -83,9 +106,12 @@ def verbatim_answer(prompt: str) -> dict[str, Any]:
 class VerbatimStub(LLMStub):
     """The loopback LLM stub answering every extraction prompt with `verbatim_answer`."""
 
+    granularity = "turn"
+
     def _chat(self, body: dict[str, Any], behaviour: Behaviour) -> dict[str, Any]:
         prompt = "".join(str(m.get("content", "")) for m in body.get("messages", []))
-        return super()._chat(body, Behaviour("ok", answer=verbatim_answer(prompt)))
+        answer = verbatim_answer(prompt, self.granularity)
+        return super()._chat(body, Behaviour("ok", answer=answer))
 
 
 @dataclass(frozen=True)
@@ -232,6 +258,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--now", choices=("after", "wall"), default="after")
     p.add_argument("--style", choices=STYLES, default="default")
+    p.add_argument(
+        "--granularity",
+        choices=GRANULARITIES,
+        default="turn",
+        help="the stand-in's memories: one per message (turn) or one per sentence",
+    )
     p.add_argument("--limit", type=int, default=0, help="every k-th question, N in all")
     p.add_argument("--out", type=Path, help="keep the contexts and scores in this folder")
     args = p.parse_args(argv)
@@ -253,8 +285,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "backend": args.backend,
         "style": args.style,
         "now": args.now,
+        "granularity": args.granularity,
         "modes": {},
     }
+    VerbatimStub.granularity = args.granularity
     with (
         VerbatimStub() as stub,
         pipeline_settings(
@@ -275,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 settings, questions, budgets, mode=mode, now_for=now_for, style=args.style
             )
             elapsed = time.perf_counter() - started
-            path = out / f"contexts-{args.embedder}-{args.backend}-{args.style}-{mode}.jsonl"
+            grain = "" if args.granularity == "turn" else f"-{args.granularity}"
+            path = out / f"contexts-{args.embedder}-{args.backend}-{args.style}{grain}-{mode}.jsonl"
             path.write_text("".join(json.dumps(c) + "\n" for c in contexts), encoding="utf-8")
             tables = score(args.data, path, budgets, "memlane", args.limit)
             report["modes"][mode] = {
@@ -292,7 +327,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 },
             }
     print_report(report, budgets)
-    name = f"report-{args.embedder}-{args.backend}-{args.style}.json"
+    grain = "" if args.granularity == "turn" else f"-{args.granularity}"
+    name = f"report-{args.embedder}-{args.backend}-{args.style}{grain}.json"
     (out / name).write_text(json.dumps(report, indent=1))
     print(json.dumps(report))
 
@@ -314,7 +350,7 @@ def _figures(table: dict[str, Any], system: str) -> dict[str, float | int | None
 def print_report(report: dict[str, Any], budgets: Sequence[int]) -> None:
     print(
         f"\nLoCoMo dev, {report['embedder']} on {report['backend']}, {report['style']} style, "
-        f"now {report['now']} (evidence / answer words %)"
+        f"{report['granularity']} granularity, now {report['now']} (evidence / answer words %)"
     )
     header = "system".ljust(22) + "".join(f"{b:>18}" for b in budgets)
     print(header)

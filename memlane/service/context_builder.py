@@ -37,6 +37,7 @@ from memlane.pipeline.ranking.scoring import (
     blend_relevance,
     default_lexical_weight,
 )
+from memlane.pipeline.ranking.time_window import time_window, weigh_items, weigh_rows
 from memlane.service.background import AccessRecorder, PackWriter
 from memlane.workers.dispatch import Dispatcher
 from memlane.workers.embedders import Embedder, embed_query, embedder_for
@@ -120,6 +121,8 @@ class ContextBuilder:
             now=now,
             encoding=encoding_for_model(model or s.token_model),
             style=style or s.context_style,
+            # the time the query names weighs relevance, which only `scored` reads
+            time_window=time_window(query, now) if query and strategy == "scored" else None,
             weights=weights or Weights(**s.weights.model_dump()),
             half_life_hours=s.half_life_hours,
             memory_share=s.memory_share,
@@ -169,6 +172,14 @@ class ContextBuilder:
             if query
             else None
         )
+        if scores is not None:
+            scores = weigh_rows(
+                scores,
+                request.time_window,
+                created=view.created,
+                stated=view.stated,
+                live=view.corpus.live,
+            )
         return assemble_from_view(
             view,
             replace(request, retrieval_mode="working-set"),
@@ -216,11 +227,15 @@ class ContextBuilder:
                 request,
                 retrieval_mode=candidates.retrieval_mode,
                 memories=candidates.memories,
-                relevance=blend_relevance(
-                    (m.id for m in candidates.memories),
-                    candidates.relevance,
-                    candidates.lexical,
-                    lexical_weight,
+                relevance=weigh_items(
+                    blend_relevance(
+                        (m.id for m in candidates.memories),
+                        candidates.relevance,
+                        candidates.lexical,
+                        lexical_weight,
+                    ),
+                    request.time_window,
+                    candidates.memories,
                 ),
                 soul_blocks=items.soul_blocks,
                 episodes=items.episodes,

@@ -173,8 +173,8 @@ def test_no_fitting_item_is_left_out_while_budget_stays_unused(
         i["tokens"] for i in items if i["included"] and relevance[i["id"]] < floor * best
     )
     for item in items:
-        if item["included"]:
-            continue
+        if item["included"] or item["drop_reason"] == "redundant":
+            continue  # (an episode the memories taken already say is left out, fitting or not)
         # it did not fit when its turn came (its line, and its section's wrapper when it
         # would have been the first), and nothing was taken back since
         most = item["tokens"] + wrapper_tokens(SECTIONS[item["section"]])
@@ -182,3 +182,39 @@ def test_no_fitting_item_is_left_out_while_budget_stays_unused(
         if relevance[item["id"]] >= floor * best:
             # above the floor: its turn came before every item below it
             assert most > left + below_in
+
+
+def test_an_episode_the_memories_taken_already_say_is_left_out() -> None:
+    said = mem("m1", "Moved to Lisbon in May for the new banker job.")
+    again = episode("ep_again", "Moved to Lisbon for the banker job")
+    new = episode("ep_new", "Planned the garden: tomatoes, basil and a lemon tree.")
+    result = assemble_context(
+        scored(
+            memories=[said],
+            episodes=[again, new],
+            relevance={"m1": 0.9, "ep_again": 0.85, "ep_new": 0.3},
+            budget_tokens=2_000,
+        )
+    )
+    pack = {item["id"]: item for item in result.pack_data["items"]}
+    assert pack["m1"]["included"]
+    assert not pack["ep_again"]["included"]
+    assert pack["ep_again"]["drop_reason"] == "redundant"
+    assert pack["ep_new"]["included"]  # says something the memories do not
+    assert ("e", "ep_again") not in tags(result.text)
+
+
+def test_an_episode_walked_before_the_memories_that_repeat_it_stays() -> None:
+    # the walk decides in its order: the episode came first, nothing had said it yet
+    said = mem("m1", "Moved to Lisbon in May for the new banker job.")
+    first = episode("ep_first", "Moved to Lisbon for the banker job")
+    result = assemble_context(
+        scored(
+            memories=[said],
+            episodes=[first],
+            relevance={"m1": 0.5, "ep_first": 0.9},
+            budget_tokens=2_000,
+        )
+    )
+    pack = {item["id"]: item for item in result.pack_data["items"]}
+    assert pack["ep_first"]["included"] and pack["m1"]["included"]

@@ -4,6 +4,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.ranking.tiers import earns_verified, promotions
 from memlane.pipeline.records import MemoryRecord
 
@@ -14,7 +15,7 @@ def record(memory_id: str, *, tier: str = "candidate", access_count: int = 2) ->
     return MemoryRecord(
         id=memory_id,
         user_id="u",
-        content="x",
+        content="User is allergic to peanuts.",
         category="fact",
         importance=0.8,
         confidence=1.0,
@@ -39,9 +40,49 @@ def record(memory_id: str, *, tier: str = "candidate", access_count: int = 2) ->
 )
 def test_the_verification_rule(tier, count, confidence, importance, expected) -> None:
     assert (
-        earns_verified(tier=tier, access_count=count, confidence=confidence, importance=importance)
+        earns_verified(
+            tier=tier,
+            access_count=count,
+            confidence=confidence,
+            importance=importance,
+            memory_keywords=keywords("User is allergic to peanuts."),
+        )
         is expected
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("Take care, bye!", False),
+        ("Thanks, see you later!", False),
+        ("Hey, great to hear from you!", False),
+        ("Wow, that sounds amazing, congrats!", False),
+        ("User is allergic to peanuts.", True),
+        ("User loves hiking on weekends.", True),
+        ("Thanks for the Vitest tip, switching the tests.", True),
+    ],
+)
+def test_a_pleasantry_is_never_verified_by_repetition(content: str, expected: bool) -> None:
+    # confirmed nine times, said by the user, important: what it says decides
+    assert (
+        earns_verified(
+            tier="candidate",
+            access_count=9,
+            confidence=1.0,
+            importance=0.8,
+            memory_keywords=keywords(content),
+        )
+        is expected
+    )
+
+
+def test_promotions_read_what_a_memory_says() -> None:
+    stock = record("s", access_count=2).model_copy(
+        update={"content": "Thanks, see you later!", "keywords": keywords("Thanks, see you later!")}
+    )
+    fact = record("f", access_count=2)  # no keywords kept: read from its content
+    assert promotions([("s", 1, 0.8, 1.0), ("f", 1, 0.8, 1.0)], {"s": stock, "f": fact}) == ["f"]
 
 
 def test_promotions_count_the_bump_increment() -> None:

@@ -23,6 +23,11 @@ Rules, in the order they are applied:
    never left out while budget stays unused, and an item below the floor never
    displaces one above it: a memory said yesterday, important and often confirmed,
    cannot push out the one the question is about.
+   Nothing is said twice: an episode whose keywords the memories taken before it
+   already hold (coverage.SAID_AGAIN_SHARE, 60% of them: the dedup rule's share for one memory)
+   is left out, fitting or not (drop reason "redundant"): episodes summarise the
+   messages the memories come from, and quote them. The walk decides in its order, so
+   an episode walked before the memories that repeat it stays.
 5. Without a query (or with another strategy) the seed's shares apply: candidate
    memories, best by the strategy first, while the memories section stays within
    floor(memory_share × (budget − root − soul section)); then episodes (newest first)
@@ -321,7 +326,9 @@ def _by_share(
 def take_if_it_fits(
     entry: AnyEntry, account: Account, budget: int, events: list[PackEvent]
 ) -> None:
-    if account.used + account.cost(entry) <= budget:
+    if account.says_again(entry):
+        _drop(entry, "redundant", events)
+    elif account.used + account.cost(entry) <= budget:
         account.take(entry)
     else:
         _drop(entry, "over_budget", events)

@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
+from memlane.pipeline.assembly.coverage import memory_words, said_again
 from memlane.pipeline.assembly.records import (
     AssemblyInput,
     DropReason,
@@ -93,6 +94,11 @@ class Account:
             encoding, fmt.ROOT_CLOSE
         )
         self.section_used: dict[fmt.SectionName, int] = {}
+        # the memories taken, and the keywords of the first `_heard` of them (read only
+        # when an episode is walked: most walks take memories alone)
+        self.memories_taken: list[MemoryRecord] = []
+        self.said: set[str] = set()
+        self._heard = 0
         self._wrapper = {
             name: count_line(encoding, fmt.section_open(name))
             + count_line(encoding, fmt.section_close(name))
@@ -105,6 +111,11 @@ class Account:
             self.used,
             dict(self.section_used),
             self._wrapper,
+        )
+        twin.memories_taken, twin.said, twin._heard = (
+            list(self.memories_taken),
+            set(self.said),
+            self._heard,
         )
         return twin
 
@@ -119,6 +130,19 @@ class Account:
         self.used += cost
         self.section_used[entry.section] = self.section_used.get(entry.section, 0) + cost
         entry.included = True
+        record = entry.record
+        if isinstance(record, MemoryRecord):
+            self.memories_taken.append(record)
+
+    def says_again(self, entry: AnyEntry) -> bool:
+        """Whether `entry` is an episode that says little the memories taken have not
+        (pipeline.assembly.coverage)."""
+        record = entry.record
+        if not isinstance(record, EpisodeRecord) or not self.memories_taken:
+            return False
+        self.said |= memory_words(self.memories_taken[self._heard :])
+        self._heard = len(self.memories_taken)
+        return said_again(record, self.said)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,4 +265,11 @@ def pack_of(
         "events": [{"type": event.type, "id": event.id} for event in events],
         "retrieval_mode": request.retrieval_mode,
         "style": request.style,
+        "time_window": None
+        if request.time_window is None
+        else {
+            "start": request.time_window.start,
+            "end": request.time_window.end,
+            "phrase": request.time_window.phrase,
+        },
     }

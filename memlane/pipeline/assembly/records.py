@@ -18,7 +18,9 @@ from memlane.pipeline.ranking.scoring import Strategy, Weights
 from memlane.pipeline.records import EpisodeRecord, Frozen, MemoryRecord, Procedure, SoulBlock, Tier
 
 if TYPE_CHECKING:  # the wire schemas import this module, and a client has no tiktoken
-    import tiktoken
+    import tiktoken  # nor numpy (time_window's)
+
+    from memlane.pipeline.ranking.time_window import TimeWindow
 
 ItemSection = Literal["soul", "memory", "episode", "procedure"]
 EventType = Literal["verified_item_dropped", "no_candidates_fit"]
@@ -33,6 +35,7 @@ DropReason = Literal[
     "over_memory_share",  # fitted the budget but not the memories' share of it
     "over_budget",  # did not fit what was left of the whole budget
     "recount",  # removed when the final string's exact count came out over budget
+    "redundant",  # an episode whose words the memories taken before it already say
 ]
 
 
@@ -72,6 +75,9 @@ class AssemblyInput:
     include_sensitive: bool = False
     relevance_floor: float
     style: Style = "default"
+    # The time the query names (pipeline.ranking.time_window), which weighed the
+    # relevance given: shown in the pack.
+    time_window: TimeWindow | None = None
 
 
 class ScoreComponents(Frozen):
@@ -99,6 +105,15 @@ class PackEvent(Frozen):
     id: str | None = None
 
 
+class PackTimeWindow(Frozen):
+    """The window of time the query named ([start, end), UTC) and the words it was read
+    from: the items stated outside it kept half their relevance (pipeline.ranking.time_window)."""
+
+    start: datetime
+    end: datetime
+    phrase: str
+
+
 class ContextPack(Frozen):
     pack_id: str
     user_id: str
@@ -113,6 +128,7 @@ class ContextPack(Frozen):
     events: list[PackEvent] = Field(default_factory=list)
     retrieval_mode: str
     style: Style = "default"
+    time_window: PackTimeWindow | None = None
 
 
 PackData = dict[str, Any]
@@ -163,4 +179,15 @@ _DATETIME: TypeAdapter[datetime] = TypeAdapter(datetime)
 def pack_json(data: PackData) -> dict[str, Any]:
     """The pack as JSON-ready data, equal to `ContextPack.model_dump(mode="json")` of
     it (test_assembly checks it): every other value already is plain JSON data."""
-    return {**data, "assembled_at": _DATETIME.dump_python(data["assembled_at"], mode="json")}
+    window = data.get("time_window")
+    if window is not None:
+        window = {
+            **window,
+            "start": _DATETIME.dump_python(window["start"], mode="json"),
+            "end": _DATETIME.dump_python(window["end"], mode="json"),
+        }
+    return {
+        **data,
+        "assembled_at": _DATETIME.dump_python(data["assembled_at"], mode="json"),
+        "time_window": window,
+    }
