@@ -36,7 +36,7 @@ _PROCESS_SECRET = secrets.token_bytes(32)
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    actor: str  # the key's actor (memlane.service.api_keys.key_actor)
+    actor: str  # the key's actor (KeyGrant.actor: api:<name>)
     key_print: str  # which bootstrap key signed in (key_print); "" for a stored key
     issued: int
     nonce: str
