@@ -303,6 +303,26 @@ def test_a_tenant_key_signs_in_and_sees_only_its_users(
     assert ("pinned", "ui:api:tenant-t") in [(e.kind, e.actor) for e in events]
 
 
+def test_another_tenants_many_users_do_not_crowd_a_keys_own_out_of_the_search(
+    client: TestClient, lane: Memlane
+) -> None:
+    """The search's limit (50) counts users the key reaches: 60 users of another tenant
+    sorted before the tenant's own do not hide it, nor are they listed."""
+    for n in range(60):
+        lane.add_memory(f"insp-a{n:02d}", {"content": f"Fact number {n}"})
+    lane.add_memory(TENANT, {"content": "The user rides a bike to work"})
+    lane.add_memory("insp-qx", {"content": "Not the tenant's: `_` is no wildcard"})
+    patterns = ["insp-t:*", "insp_q*"]
+    sign_in(client, server_keyring(client).create("tenant-t", users=patterns).key)
+    found = client.get("/ui/users?q=insp").text
+    assert TENANT in found
+    assert "insp-a" not in found and "insp-qx" not in found
+    client.cookies.clear()
+    sign_in(client)  # a bootstrap key reaches every user: the first 50 of them
+    everyone = client.get("/ui/users?q=insp").text
+    assert "insp-a00" in everyone and TENANT not in everyone
+
+
 def test_a_read_key_reads_the_pages_but_cannot_act(
     client: TestClient, lane: Memlane, seeded: dict[str, str]
 ) -> None:
