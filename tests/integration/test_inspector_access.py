@@ -1,22 +1,26 @@
 """The inspector's doors (memlane.api.ui) through an ASGI client on both backends: no
 page or action without a valid session, CSRF refused, users out of reach not found, the
-cookie's flags, actions recorded under the session's actor, and read-only pages (the
-playground included) writing nothing."""
+cookie's flags, actions recorded under the session's actor, read-only pages (the
+playground included) writing nothing, and stored keys: a tenant key sees only its users,
+a read key cannot act, the sweep needs admin, a revoked or expired key's session ends."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlalchemy import text
+from sqlalchemy import text, update
 
 from memlane.api.app import create_app
 from memlane.api.ui import access
 from memlane.config.settings import load_settings
-from memlane.models.db import get_engine
+from memlane.models.db import get_engine, unit_of_work
+from memlane.models.tables import ApiKeyRow
 from memlane.service.facade import Memlane
+from memlane.service.keys.keyring import Keyring
 
 KEY = "inspector-key-5d1e"
 USER = "insp-u1"
@@ -262,3 +266,114 @@ def test_a_user_out_of_the_keys_reach_is_not_found_anywhere(
     assert retry.status_code == 404
     assert lane.get_memory(USER, seeded["memory"]).tier == "candidate"
     assert lane.job(result.job_ids[0]).status == "done"
+
+
+# ---------------------------------------------------------------- stored keys (issue 36)
+
+TENANT = "insp-t:1"  # reached by the tenant key below; USER ("insp-u1") is not
+
+
+def server_keyring(client: TestClient) -> Keyring:
+    """The app's own keyring: a key changed through it is seen at once (another
+    process's change, within CACHE_S)."""
+    keyring: Keyring = client.app.state.runtime.keyring()  # type: ignore[attr-defined]
+    return keyring
+
+
+def test_a_tenant_key_signs_in_and_sees_only_its_users(
+    client: TestClient, lane: Memlane, seeded: dict[str, str]
+) -> None:
+    own = lane.add_memory(TENANT, {"content": "The user rides a bike to work", "category": "fact"})
+    key = server_keyring(client).create("tenant-t", users=["insp-t:*"]).key
+    sign_in(client, key)
+    assert "bike" in client.get(f"/ui/users/{TENANT}").text
+    found = client.get("/ui/users?q=insp").text
+    assert TENANT in found and USER not in found
+    for path in pages(seeded)[2:-1]:  # USER's page, memory, pack and playground
+        answer = client.get(path)
+        assert answer.status_code == 404, path
+        assert "vegetarian" not in answer.text and "Lisbon" not in answer.text
+    token = csrf_of(client.get("/ui/users").text)
+    for path in actions(seeded)[:3]:
+        assert client.post(path, data={"csrf": token, "content": "x"}).status_code == 404, path
+    assert lane.get_memory(USER, seeded["memory"]).tier == "candidate"
+    pinned = client.post(f"/ui/users/{TENANT}/memories/{own.id}/pin", data={"csrf": token})
+    assert pinned.status_code == 303
+    events = lane.memory_history(TENANT, own.id)
+    assert ("pinned", "ui:api:tenant-t") in [(e.kind, e.actor) for e in events]
+
+
+def test_another_tenants_many_users_do_not_crowd_a_keys_own_out_of_the_search(
+    client: TestClient, lane: Memlane
+) -> None:
+    """The search's limit (50) counts users the key reaches: 60 users of another tenant
+    sorted before the tenant's own do not hide it, nor are they listed."""
+    for n in range(60):
+        lane.add_memory(f"insp-a{n:02d}", {"content": f"Fact number {n}"})
+    lane.add_memory(TENANT, {"content": "The user rides a bike to work"})
+    lane.add_memory("insp-qx", {"content": "Not the tenant's: `_` is no wildcard"})
+    patterns = ["insp-t:*", "insp_q*"]
+    sign_in(client, server_keyring(client).create("tenant-t", users=patterns).key)
+    found = client.get("/ui/users?q=insp").text
+    assert TENANT in found
+    assert "insp-a" not in found and "insp-qx" not in found
+    client.cookies.clear()
+    sign_in(client)  # a bootstrap key reaches every user: the first 50 of them
+    everyone = client.get("/ui/users?q=insp").text
+    assert "insp-a00" in everyone and TENANT not in everyone
+
+
+def test_a_read_key_reads_the_pages_but_cannot_act(
+    client: TestClient, lane: Memlane, seeded: dict[str, str]
+) -> None:
+    key = server_keyring(client).create("reader", scopes=["read"]).key
+    sign_in(client, key)
+    memory = f"/ui/users/{USER}/memories/{seeded['memory']}"
+    page = client.get(memory)
+    assert page.status_code == 200 and "vegetarian" in page.text
+    token = csrf_of(page.text)
+    for path in actions(seeded):
+        refused = client.post(path, data={"csrf": token, "content": "changed"})
+        assert refused.status_code == 403, path
+        assert "scope" in refused.text and "reader" in refused.text
+    assert lane.get_memory(USER, seeded["memory"]).tier == "candidate"
+    assert lane.get_memory(USER, seeded["memory"]).status == "active"
+    assert client.post("/ui/signout", data={"csrf": token}).status_code == 303  # may leave
+
+
+def test_the_sweep_needs_an_admin_key(client: TestClient, seeded: dict[str, str]) -> None:
+    key = server_keyring(client).create("writer", scopes=["read", "write"]).key
+    sign_in(client, key)
+    token = csrf_of(client.get("/ui/jobs").text)
+    refused = client.post("/ui/jobs/sweep", data={"csrf": token})
+    assert refused.status_code == 403 and "admin" in refused.text
+    client.cookies.clear()
+    sign_in(client, server_keyring(client).create("ops", scopes=["admin"]).key)
+    token = csrf_of(client.get("/ui/jobs").text)
+    assert client.post("/ui/jobs/sweep", data={"csrf": token}).status_code == 303
+
+
+@pytest.mark.parametrize("ending", ["revoked", "expired"])
+def test_a_session_ends_when_its_stored_key_stops_being_valid(
+    client: TestClient, lane: Memlane, seeded: dict[str, str], ending: str
+) -> None:
+    keyring = server_keyring(client)
+    made = keyring.create("leaving")
+    sign_in(client, made.key)
+    user_page = f"/ui/users/{USER}"
+    token = csrf_of(client.get(user_page).text)
+    assert client.get(user_page).status_code == 200
+    if ending == "revoked":
+        Keyring(lane.url).revoke("leaving")  # by another process: seen within CACHE_S
+    else:
+        with unit_of_work(lane.url) as session:
+            past = datetime.now(UTC) - timedelta(seconds=1)
+            session.execute(
+                update(ApiKeyRow).where(ApiKeyRow.id == made.info.id).values(expires_at=past)
+            )
+    keyring.forget_cache()  # CACHE_S passed
+    answer = client.get(user_page)
+    assert answer.status_code == 303 and answer.headers["location"].startswith("/ui/signin")
+    pin = client.post(f"{user_page}/memories/{seeded['memory']}/pin", data={"csrf": token})
+    assert pin.status_code == 401
+    assert lane.get_memory(USER, seeded["memory"]).tier == "candidate"

@@ -7,6 +7,7 @@ log."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -28,6 +29,7 @@ from memlane.models.db import get_engine, unit_of_work
 from memlane.models.tables import ApiKeyRow
 from memlane.service.facade import Memlane
 from memlane.service.keys.keyring import CACHE_S, Keyring
+from memlane.service.keys.secrets import split_key
 from tests.unit.test_route_scopes import api_routes
 
 ADMIN = "admin:bootstrap-key-5c1e"
@@ -348,9 +350,10 @@ def test_another_process_sees_a_revocation_within_the_cache_time(db_url: str) ->
     assert serving.verify("mlk_000000000000_" + "x" * 43) is None  # an unknown id
 
 
-def test_the_inspector_signs_no_one_in_while_only_stored_keys_close_the_api(db_url: str) -> None:
-    """The inspector's sessions know MEMLANE_API_KEYS only: with stored keys alone it must
-    not read "no key configured" as an open server."""
+def test_the_inspector_takes_stored_keys_once_they_close_the_api(db_url: str) -> None:
+    """With stored keys alone the inspector must not read "no key configured" as an open
+    server: the open session ends, any text is refused, and a stored key signs in with
+    its own reach (tests/integration/test_inspector_access.py holds the rest)."""
     settings = load_settings(database_url=db_url, embedding_model="hashing")
     with Memlane(settings) as lane, TestClient(create_app(lane), follow_redirects=False) as client:
 
@@ -360,12 +363,24 @@ def test_the_inspector_signs_no_one_in_while_only_stored_keys_close_the_api(db_u
             assert token is not None
             return client.post("/ui/signin", data={"key": key, "csrf": token[1], "next": "/ui"})
 
+        lane.add_memory(ACME, {"content": "The user lives in Lisbon."})
         assert sign_in("anything").status_code == 303  # open: no key anywhere (as before)
         assert client.get("/ui/users").status_code == 200
         made = Keyring(lane.url).create("app", users=["acme:*"]).key
         runtime = client.app.state.runtime  # type: ignore[attr-defined]
         runtime.keyring().forget_cache()  # as another process sees it within CACHE_S
         assert client.get("/ui/users").status_code == 303  # the open session ends
-        for key in ("anything", made):
-            refused = sign_in(key)
-            assert refused.status_code == 303 and "failed=1" in refused.headers["location"]
+        refused = sign_in("anything")
+        assert refused.status_code == 303 and "failed=1" in refused.headers["location"]
+        assert client.get("/ui/users").status_code == 303
+        signed = sign_in(made)
+        assert signed.status_code == 303 and signed.headers["location"] == "/ui"
+        payload = client.cookies["memlane_ui"].rpartition(".")[0]
+        remembered = json.loads(base64.urlsafe_b64decode(payload))
+        parts = split_key(made)
+        assert parts is not None
+        key_id, secret = parts
+        assert remembered["i"] == key_id  # the key's id, never its secret
+        assert secret not in json.dumps(remembered)
+        assert client.get(f"/ui/users/{ACME}").status_code == 200
+        assert client.get(f"/ui/users/{GLOBEX}").status_code == 404

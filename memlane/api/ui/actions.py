@@ -1,4 +1,5 @@
-"""The inspector's actions, each a POST with the session's CSRF token, each through the
+"""The inspector's actions, each a POST with the session's CSRF token by a key with the
+`write` scope (the sweep: `admin`, as the API asks), each through the
 same use case as the API's route, recorded under the session's actor (`ui:<key actor>`)
 in the memory's history, and logged (memlane.ui) for jobs, which keep no history."""
 
@@ -11,7 +12,7 @@ from fastapi import APIRouter, Form, Response
 
 from memlane.api.deps import Lane
 from memlane.api.ui.access import require_user
-from memlane.api.ui.routing import Poster, UiRoute, audit, back_to
+from memlane.api.ui.routing import Editor, UiRoute, audit, back_to, require_scope
 from memlane.pipeline.errors import InvalidInputError
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
@@ -33,7 +34,7 @@ def _memory_page(user_id: str, memory_id: str) -> str:
 
 @router.post("/users/{user_id}/memories/{memory_id}/edit")
 def edit_memory(
-    viewer: Poster,
+    viewer: Editor,
     lane: Lane,
     user_id: str,
     memory_id: str,
@@ -58,7 +59,7 @@ def edit_memory(
 
 @router.post("/users/{user_id}/memories/{memory_id}/{action}")
 def act_on_memory(
-    viewer: Poster, lane: Lane, user_id: str, memory_id: str, action: Action
+    viewer: Editor, lane: Lane, user_id: str, memory_id: str, action: Action
 ) -> Response:
     require_user(viewer, user_id)
     actor = viewer.ui_actor
@@ -79,7 +80,7 @@ def act_on_memory(
 
 
 @router.post("/jobs/{job_id}/retry")
-def retry_job(viewer: Poster, lane: Lane, job_id: str) -> Response:
+def retry_job(viewer: Editor, lane: Lane, job_id: str) -> Response:
     require_user(viewer, lane.job(job_id).user_id)
     lane.retry_job(job_id)
     audit.info("%s retried job %s", viewer.ui_actor, job_id)
@@ -87,7 +88,8 @@ def retry_job(viewer: Poster, lane: Lane, job_id: str) -> Response:
 
 
 @router.post("/jobs/sweep")
-def sweep(viewer: Poster, lane: Lane) -> Response:
+def sweep(viewer: Editor, lane: Lane) -> Response:
+    require_scope(viewer, "admin")  # as POST /v1/jobs/sweep
     result = lane.sweep()
     audit.info("%s swept: %s", viewer.ui_actor, result)
     done = f"swept: {len(result.extract) + len(result.store)} jobs published again"

@@ -58,7 +58,8 @@ def home(viewer: Viewer) -> Response:
 
 @router.get("/users")
 def users(request: Request, viewer: Viewer, lane: Lane, q: Text = "") -> Response:
-    found = overview.find_users(lane.url, q) if q.strip() else []
+    within = viewer.grant.users if viewer.grant is not None else ()
+    found = overview.find_users(lane.url, q, within=within) if q.strip() else []
     found = [user for user in found if access.may_see_user(viewer, user)]
     return page(request, "users.html", q=q, found=found, searched=bool(q.strip()))
 

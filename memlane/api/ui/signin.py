@@ -1,4 +1,5 @@
-"""Sign in and out: an API key (one of MEMLANE_API_KEYS) for a session cookie. The
+"""Sign in and out: an API key (a stored key, or one of MEMLANE_API_KEYS: whatever the
+API takes, checked by the same keyring) for a session cookie. The
 sign-in form carries a token equal to a cookie of its own (double submit): another site
 cannot sign a browser in under its key."""
 
@@ -10,10 +11,11 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
+from memlane.api.deps import runtime_of
 from memlane.api.ui import session as sessions
 from memlane.api.ui.render import page
-from memlane.api.ui.routing import Poster, UiRoute, api_keys, audit, only_stored_keys, safe_next
-from memlane.service.api_keys import key_actor
+from memlane.api.ui.routing import Poster, UiRoute, audit, safe_next, signer
+from memlane.service.keys.reach import OPEN
 
 router = APIRouter(prefix="/ui", route_class=UiRoute, include_in_schema=False)
 
@@ -57,19 +59,20 @@ def signin(
             title="Refused",
             message="The sign-in form's token is missing or wrong: reload the page.",
         )
-    keys = api_keys(request)
-    actor = None if only_stored_keys(request) else key_actor(key, keys)
-    if actor is None:
-        audit.warning("ui sign-in refused: not a configured key")
+    grant = runtime_of(request).keyring().verify(key)
+    if grant is None:
+        audit.warning("ui sign-in refused: not a valid key")
         return RedirectResponse(f"/ui/signin?failed=1&next={safe_next(next)}", status_code=303)
-    response = RedirectResponse(safe_next(next), status_code=303)
-    _cookie(
-        response, request, sessions.COOKIE, sessions.issue(actor, key, keys), sessions.SESSION_HOURS
+    fingerprint = sessions.key_print(key) if grant is not OPEN and grant.key_id is None else ""
+    cookie = sessions.issue(
+        grant.actor, key_id=grant.key_id, fingerprint=fingerprint, signer=signer(request)
     )
+    response = RedirectResponse(safe_next(next), status_code=303)
+    _cookie(response, request, sessions.COOKIE, cookie, sessions.SESSION_HOURS)
     response.delete_cookie(
         sessions.SIGNIN_COOKIE, path=sessions.PATH, httponly=True, samesite="strict"
     )
-    audit.info("ui sign-in: %s", actor)
+    audit.info("ui sign-in: %s", grant.actor)
     return response
 
 

@@ -3,10 +3,12 @@ and storage, read in a few aggregate statements."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import func, select, union
+from sqlalchemy import ColumnElement, func, or_, select, union
 from sqlalchemy.orm import Session
 
 from memlane.models.db import unit_of_work
@@ -57,15 +59,33 @@ class UserSummary:
         return self.by_status.get("deleted" if name == "forgotten" else name, 0)
 
 
-def find_users(url: str, text: str, *, limit: int = 50) -> list[str]:
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _within(column: Any, patterns: Sequence[str]) -> ColumnElement[bool]:
+    """`column` matches one of a key's user patterns (memlane.service.keys.reach: an
+    exact id, or a prefix ending in `*`)."""
+    return or_(
+        *(
+            column.like(_escaped(p[:-1]) + "%", escape="\\") if p.endswith("*") else column == p
+            for p in patterns
+        )
+    )
+
+
+def find_users(url: str, text: str, *, limit: int = 50, within: Sequence[str] = ()) -> list[str]:
     """User ids holding memories or conversations that start with `text` (all, for an
-    empty text), sorted; an exact match first."""
+    empty text), sorted; an exact match first. With `within` (a key's user patterns),
+    only the users they match: the limit counts users the key may see, so another
+    tenant's many users cannot crowd its own out."""
     text = text.strip()
-    pattern = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    ids = union(
-        select(MemoryRow.user_id).where(MemoryRow.user_id.like(pattern, escape="\\")),
-        select(Conversation.user_id).where(Conversation.user_id.like(pattern, escape="\\")),
-    ).subquery()
+    pattern = _escaped(text) + "%"
+    selects = []
+    for column in (MemoryRow.user_id, Conversation.user_id):
+        query = select(column).where(column.like(pattern, escape="\\"))
+        selects.append(query.where(_within(column, within)) if within else query)
+    ids = union(*selects).subquery()
     with unit_of_work(url) as session:
         found = list(session.scalars(select(ids.c[0]).order_by(ids.c[0]).limit(limit)))
     if text in found:

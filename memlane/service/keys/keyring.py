@@ -142,6 +142,23 @@ class Keyring:
         if parts is None:
             return None
         key_id, secret = parts
+        grant = self._grant(self._row(key_id), secret)
+        if grant is not None:
+            self._touch(key_id)
+        return grant
+
+    def live_grant(self, key_id: str) -> KeyGrant | None:
+        """The grant of stored key `key_id` while it is active, else None (revoked,
+        expired, gone). The inspector's sessions remember a key by its id, never its
+        secret, and ask this on every request: read through the same cache as `verify`,
+        a revocation ends them within CACHE_S."""
+        row = self._row(key_id)
+        if row is None or state_of(row, self.clock()) != "active":
+            return None
+        self._touch(key_id)
+        return grant_of(row)
+
+    def _row(self, key_id: str) -> ApiKeyRow | None:
         entry = self._rows.get(key_id)
         if entry is None or self._ticks() - entry.read_at > CACHE_S:
             with unit_of_work(self.url) as session:
@@ -152,12 +169,14 @@ class Keyring:
             if len(self._rows) >= CACHE_MAX:
                 self._rows.clear()
             self._rows[key_id] = entry
-        grant = self._grant(entry.row, secret)
-        if grant is not None and entry.row is not None and self._touch_due(key_id):
+        return entry.row
+
+    def _touch(self, key_id: str) -> None:
+        """Record the key's use, at most once per TOUCH_S in this process."""
+        if self._touch_due(key_id):
             self._touched[key_id] = self._ticks()
             now = self.clock()
             one_statement(self.url, lambda session: store.touch(session, key_id, now=now))
-        return grant
 
     def _grant(self, row: ApiKeyRow | None, secret: str) -> KeyGrant | None:
         if row is None or not secrets.same_hash(
