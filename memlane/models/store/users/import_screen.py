@@ -7,8 +7,6 @@ history, and counted."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -22,28 +20,28 @@ from memlane.pipeline.dedup.plan import duplicate_of
 
 def screen(
     session: Session,
-    by_kind: dict[str, list[dict[str, Any]]],
+    active: list[tuple[str, str]],
     *,
     user_id: str,
     threshold: float,
     min_keywords: int,
-) -> dict[str, int]:
-    """Drop the active memories the rules keep out (and their history); how many, as
-    `duplicate_memories` and `purged_memories`."""
-    active = [v for v in by_kind["memories"] if v["status"] == "active"]
+) -> tuple[set[str], dict[str, int]]:
+    """The active memories (id, content, in the export's order) the rules keep out (to
+    leave out with their history), and how many, as `duplicate_memories` and
+    `purged_memories`. Keywords are made again where needed, not held for the whole
+    export."""
     if not active:
-        return {}
-    statements = [(v["content"], keywords(v["content"])) for v in active]
+        return set(), {}
     known = []
     # A user with no memory yet (a move to a new deployment) has nothing to look up.
     holds = select(MemoryRow.id).where(
         MemoryRow.user_id == user_id, MemoryRow.status.in_(("active", "deleted"))
     )
-    for start in range(0, len(statements) if session.scalar(holds.limit(1)) else 0, 500):
+    for start in range(0, len(active) if session.scalar(holds.limit(1)) else 0, 500):
         known += dedup_reads.candidates(
             session,
             user_id,
-            statements[start : start + 500],
+            [(content, keywords(content)) for _, content in active[start : start + 500]],
             threshold=threshold,
             min_keywords=min_keywords,
         )
@@ -51,7 +49,8 @@ def screen(
     texts: set[str] = set()
     dropped: set[str] = set()
     duplicates = purged = 0
-    for values, (content, words) in zip(active, statements, strict=True):
+    for memory_id, content in active:
+        words = keywords(content)
         text = normalise(content)
         if text in texts or duplicate_of(
             content, words, known, threshold=threshold, min_keywords=min_keywords
@@ -71,11 +70,6 @@ def screen(
         else:
             texts.add(text)
             continue
-        dropped.add(values["id"])
-    if dropped:
-        by_kind["memories"] = [v for v in by_kind["memories"] if v["id"] not in dropped]
-        by_kind["memory_events"] = [
-            v for v in by_kind["memory_events"] if v["memory_id"] not in dropped
-        ]
+        dropped.add(memory_id)
     counts = {"duplicate_memories": duplicates, "purged_memories": purged}
-    return {key: n for key, n in counts.items() if n}
+    return dropped, {key: n for key, n in counts.items() if n}
