@@ -349,6 +349,31 @@ def test_the_cli_copies_and_says_so(pg: str, tmp_path: Path) -> None:
     assert json.loads(result.stdout)["imported"]["memories"] == 2
 
 
+def test_stdin_and_rows_out_of_table_order_import_as_the_export_does(db_url: str) -> None:
+    # The rows are read twice (checked, then written): stdin is kept for the second
+    # reading, and a file whose tables come out of order is written parents first.
+    with Memlane(load_settings(database_url=db_url)) as lane:
+        lines = export_of(lane, "alice", messages=True)
+    shuffled = [lines[0], *reversed(lines[1:])]  # history before memories, messages first
+    bad = [*shuffled, {"kind": "memories", "row": {"id": "mem_late"}}]
+    before = stored(db_url)
+    refused = cli(db_url, "users", "import", "-", "--user", "dora", input=text(bad))
+    assert refused.exit_code == 2  # bad input
+    assert f"line {len(bad)}: memories." in " ".join(refused.stderr.split())
+    assert stored(db_url) == before  # a bad last row: nothing written
+    answers = {}
+    for user, body in (("dora", shuffled), ("erin", lines)):
+        result = cli(db_url, "users", "import", "-", "--user", user, "--json", input=text(body))
+        assert result.exit_code == 0, result.stderr
+        answers[user] = json.loads(result.stdout)
+    assert answers["dora"] == answers["erin"]
+    assert answers["dora"]["imported"]["messages"] == 1
+    with Memlane(load_settings(database_url=db_url)) as lane:
+        dora, erin = (lane.list_memories(u, status=None) for u in ("dora", "erin"))
+        assert sorted(m.content for m in dora) == sorted(m.content for m in erin)
+        assert len(dora) == 2
+
+
 # --------------------------------------------------------------------------- cases 5, 6
 
 
