@@ -20,6 +20,7 @@ EXPECTED_FIELDS = {
     "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean", "uow_p50_ms"},
     "enqueue_api": {"n", "p50_ms", "p99_ms", "api_cpu_ms"},
     "fidelity": {"read", "memories", "considered_mean", "fidelity"},
+    "import_peak": {"backend", "memories", "file_mb", "peak_mb", "seconds"},
     "tokens": {"part"},
     "working_set": {"backend", "memories", "measure", "p50_ms", "p99_ms"},
     "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},
