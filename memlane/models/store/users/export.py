@@ -181,13 +181,20 @@ def import_rows(
     number = changes.stamp(session, user_id)
     counts = dict.fromkeys(TABLES, 0)
     kept = 0
-    # One more reading when the tables come in order (as an export writes them), else
-    # one a table: parents are written before their children.
-    groups = [tuple(TABLES)] if found.in_order else [(kind,) for kind in TABLES]
-    for kinds in groups:
-        batch: list[dict[str, Any]] = []
-        batch_kind = ""
-        for kind, values in import_rows_schema.rows_of(again(), kinds):
+    # One more reading, each table's rows in batches, a message's conversation written
+    # before it (a foreign key); when conversations come after messages in the file, a
+    # reading for the conversations first.
+    kinds = tuple(TABLES)
+    groups = [kinds] if found.in_order else [kinds[:1], kinds[1:]]
+    batches: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+
+    def flush(kind: str) -> None:
+        _write(session, kind, batches[kind], user_id, number, embedder, embed)
+        counts[kind] += len(batches[kind])
+        batches[kind] = []
+
+    for group in groups:
+        for kind, values in import_rows_schema.rows_of(again(), group):
             placement.apply(kind, values)
             if _left_out(kind, values, taken):
                 kept += 1
@@ -198,14 +205,13 @@ def import_rows(
                 continue
             if kind in _WITH_REF:
                 values["ref"] = refs.get((kind, values["id"]), values["ref"])
-            if kind != batch_kind or len(batch) >= _BATCH:
-                _write(session, batch_kind, batch, user_id, number, embedder, embed)
-                counts[batch_kind] = counts.get(batch_kind, 0) + len(batch)
-                batch, batch_kind = [], kind
-            batch.append(values)
-        _write(session, batch_kind, batch, user_id, number, embedder, embed)
-        counts[batch_kind] = counts.get(batch_kind, 0) + len(batch)
-    counts.pop("", None)
+            batches[kind].append(values)
+            if len(batches[kind]) >= _BATCH:
+                if kind == "messages":
+                    flush("conversations")
+                flush(kind)
+        for kind in group:
+            flush(kind)
     extra = {"stored_rows_kept": kept, "copied_with_new_ids": placement.copied, **left_out}
     return counts | {key: n for key, n in extra.items() if n}
 

@@ -249,7 +249,8 @@ class Scan:
     procedure_names: dict[str, str] = field(default_factory=dict)  # id -> name
     refs: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, id) -> ref
     active: list[tuple[str, str]] = field(default_factory=list)  # (id, content), in order
-    in_order: bool = True  # tables in TABLES order: one more reading writes them all
+    # no conversation after a message: one more reading writes them all, parents first
+    in_order: bool = True
     # a memory's history other than a purge's event: memory id -> first line
     history: dict[str, int] = field(default_factory=dict)
 
@@ -281,8 +282,6 @@ def scan(
         rows=dict.fromkeys(tables, 0),
         named={key: {} for key in TRACKED},
     )
-    order = {kind: place for place, kind in enumerate(tables)}
-    last = 0
     seen: dict[tuple[str, ...], int] = {}
     for number, record in records:
         named_kind = record.get("kind")
@@ -318,8 +317,8 @@ def scan(
                 )
             seen[(*key, *value)] = number
         _keep(found, kind, values, number)
-        found.in_order = found.in_order and order[kind] >= last
-        last = order[kind]
+        if kind == "conversations" and found.rows["messages"]:
+            found.in_order = False
     _belongs(found)
     return found
 
