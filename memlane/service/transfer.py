@@ -65,7 +65,10 @@ class UserTransfer:
         and adds the rest; an id another user holds is given a new id (a copy:
         models/store/users/import_owners.py). Active memories the dedup rule or a
         purge's fingerprint keeps out are left out. Vectors are kept when they are of
-        this lane's embedder, else computed with it."""
+        this lane's embedder, else computed with it. The lines are read twice (checked,
+        keeping ids and keys only; then written in batches), so memory does not grow
+        with the rows: `lines` that can be iterated again (a list) are, a one-time
+        iterator (a generator, a file object) is spooled to a temporary file."""
         with _Source(lines) as source:
             records = source.records()
             first = next(records, None)
