@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 import typer
 from rich.progress import Progress
@@ -107,9 +107,7 @@ def import_(
         else:
             with file.open("rb") as source:
                 total = sum(1 for _ in source)
-                source.seek(0)
-                lines = _counted(source, bar, total)
-                counts = lane.import_user(lines, user_id=user, merge=merge)
+                counts = lane.import_user(_Reread(source, bar, total), user_id=user, merge=merge)
         bar.stop()
     added = ", ".join(f"{n} {table}" for table, n in counts.items() if n and table in TABLES)
     details = {what: n for what, n in counts.items() if what not in TABLES}
@@ -121,10 +119,27 @@ def import_(
         )
 
 
-def _counted(lines: Iterable[bytes], bar: Progress, total: int | None) -> Iterator[bytes]:
-    """The lines, read and checked one by one, the bar following every thousandth (the
-    rows are written once all are checked, in one transaction)."""
-    reading = bar.add_task("checking", total=total, unit="lines")
+class _Reread:
+    """A file's lines, from its start each time they are iterated (the import reads them
+    twice, checking then writing, instead of keeping the rows), the bar following."""
+
+    def __init__(self, source: BinaryIO, bar: Progress, total: int) -> None:
+        self.source, self.bar, self.total = source, bar, total
+        self.readings = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        self.source.seek(0)
+        self.readings += 1
+        step = "checking" if self.readings == 1 else "writing"
+        return _counted(self.source, self.bar, self.total, step)
+
+
+def _counted(
+    lines: Iterable[bytes], bar: Progress, total: int | None, step: str = "checking"
+) -> Iterator[bytes]:
+    """The lines, read one by one, the bar following every thousandth (the rows are
+    checked first, then read again and written, in one transaction)."""
+    reading = bar.add_task(step, total=total, unit="lines")
     count = 0
     for count, line in enumerate(lines, start=1):
         if count % 1000 == 0:

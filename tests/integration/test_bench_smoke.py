@@ -21,6 +21,7 @@ EXPECTED_FIELDS = {
     "enqueue_api": {"n", "p50_ms", "p99_ms", "api_cpu_ms"},
     "fidelity": {"read", "memories", "considered_mean", "fidelity"},
     "rate_limit": {"phase", "requests", "passed", "rate_429", "limit_allows"},
+    "import_peak": {"backend", "memories", "file_mb", "peak_mb", "seconds"},
     "tokens": {"part"},
     "working_set": {"backend", "memories", "measure", "p50_ms", "p99_ms"},
     "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},

@@ -29,6 +29,8 @@ from memlane.models.store.memories import keyword_index, memories, refs
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import import_owners, import_screen
 from memlane.models.store.users import import_rows as import_rows_schema
+from memlane.models.store.users.import_owners import Placement
+from memlane.models.store.users.import_rows import Scan
 from memlane.models.tables import (
     Conversation,
     Embedding,
@@ -64,6 +66,7 @@ _LEFT_OUT = {
 }
 _ROW_IDS = {"memory_events", "messages"}  # their ids are the store's own counters
 _WITH_REF = ("memories", "episodes", "procedures")
+_EVENT_MEMORY = ("memory_events", "memory_id")
 
 _BATCH = 500
 _USER_ID: TypeAdapter[str] = TypeAdapter(UserIdIn)
@@ -137,6 +140,7 @@ def read_header(record: dict[str, Any]) -> str:
 def import_rows(
     session: Session,
     records: Iterable[tuple[int, dict[str, Any]]],
+    again: Callable[[], Iterable[tuple[int, dict[str, Any]]]],
     *,
     user_id: str,
     exported: str,
@@ -153,64 +157,119 @@ def import_rows(
     ones and adds the rest; active memories the dedup rule or a purge's fingerprint
     keeps out are left out (import_screen.py). Vectors of another embedder than
     `embedder` (name, dim), or none, are computed with `embed`. `dedup`: the dedup
-    threshold and minimum keywords."""
+    threshold and minimum keywords.
+
+    In bounded memory: the first reading (`records`) checks every row and keeps only
+    ids and keys; the rows are read again (`again()`: the same records from the first
+    row after the header) and written in batches, in this one transaction."""
     memories.user_lock(session, user_id)
-    by_kind = import_rows_schema.read_all(records, exported=exported, tables=TABLES)
-    remapped = import_owners.place(session, by_kind, user_id=user_id, copy=user_id != exported)
-    taken = _drop_taken(session, by_kind, user_id=user_id, merge=merge)
+    found = import_rows_schema.scan(records, exported=exported, tables=TABLES)
+    placement = import_owners.place(session, found, user_id=user_id, copy=user_id != exported)
+    taken = _taken(session, found, placement, user_id=user_id, merge=merge)
     threshold, min_keywords = dedup
-    left_out = import_screen.screen(
-        session, by_kind, user_id=user_id, threshold=threshold, min_keywords=min_keywords
+    active = [
+        (new, content)
+        for old, content in found.active
+        if (new := placement.id_of("memories", old)) not in taken["memories"]
+    ]
+    found.active = []
+    screened = import_screen.screen(
+        session, active, user_id=user_id, threshold=threshold, min_keywords=min_keywords
     )
-    _renumber_if_taken(session, by_kind, user_id)
-    _embed_where_needed(by_kind, embedder, embed)
+    dropped, left_out = screened.dropped, screened.counts
+    del active
+    refs = _renumber_if_taken(session, found, placement, taken, dropped, user_id)
     number = changes.stamp(session, user_id)
-    counts: dict[str, int] = {}
-    words = {values["id"]: values.get("keywords") or () for values in by_kind["memories"]}
-    for kind, table in TABLES.items():
-        rows, by_kind[kind] = by_kind[kind], []
-        columns = table.__table__.columns
-        for values in rows:
-            values.pop(import_rows_schema.LINE, None)
-            if "user_id" in columns:
-                values["user_id"] = user_id
-            if "change_seq" in columns:
-                values["change_seq"] = number
-        # Core inserts in batches: no ORM object per row held to the commit (a 30,000
-        # memory import stays in bounded memory; bench figures in the README).
-        for start in range(0, len(rows), _BATCH):
-            session.execute(insert(table), rows[start : start + _BATCH])
-        counts[kind] = len(rows)
-        del rows
-    keyword_index.index(session, user_id, words)
-    extra = {"stored_rows_kept": taken, "copied_with_new_ids": remapped, **left_out}
+    counts = dict.fromkeys(TABLES, 0)
+    kept = 0
+    # One more reading, each table's rows in batches, a message's conversation written
+    # before it (a foreign key); when conversations come after messages in the file, a
+    # reading for the conversations first.
+    kinds = tuple(TABLES)
+    groups = [kinds] if found.in_order else [kinds[:1], kinds[1:]]
+    batches: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+
+    def flush(kind: str) -> None:
+        _write(session, kind, batches[kind], user_id, number, embedder, embed)
+        counts[kind] += len(batches[kind])
+        batches[kind] = []
+
+    for group in groups:
+        for kind, values in import_rows_schema.rows_of(again(), group):
+            placement.apply(kind, values)
+            if _left_out(kind, values, taken):
+                kept += 1
+                continue
+            if kind == "memories" and values["id"] in dropped:
+                continue
+            if kind == "memory_events" and values["memory_id"] in dropped:
+                continue
+            if kind == "episodes" and screened.purged_facts:
+                import_screen.redact(values, screened.purged_facts)
+            if kind in _WITH_REF:
+                values["ref"] = refs.get((kind, values["id"]), values["ref"])
+            batches[kind].append(values)
+            if len(batches[kind]) >= _BATCH:
+                if kind == "messages":
+                    flush("conversations")
+                flush(kind)
+        for kind in group:
+            flush(kind)
+    extra = {"stored_rows_kept": kept, "copied_with_new_ids": placement.copied, **left_out}
     return counts | {key: n for key, n in extra.items() if n}
 
 
-def _drop_taken(
-    session: Session, by_kind: dict[str, list[dict[str, Any]]], *, user_id: str, merge: bool
-) -> int:
-    """Rows whose ids the store has: refused, or with `merge` left out (with the history
-    and messages of what is left out)."""
+def _write(
+    session: Session,
+    kind: str,
+    rows: list[dict[str, Any]],
+    user_id: str,
+    number: int,
+    embedder: tuple[str, int],
+    embed: Embed,
+) -> None:
+    """One batch of one table: vectors computed where needed, then one Core insert (no
+    ORM object per row), and a memory's keywords indexed."""
+    if not rows:
+        return
+    table = TABLES[kind]
+    columns = table.__table__.columns
+    for values in rows:
+        if "user_id" in columns:
+            values["user_id"] = user_id
+        if "change_seq" in columns:
+            values["change_seq"] = number
+    _embed_where_needed(kind, rows, embedder, embed)
+    session.execute(insert(table), rows)
+    if kind == "memories":
+        words = {values["id"]: values.get("keywords") or () for values in rows}
+        keyword_index.index(session, user_id, words)
+
+
+def _taken(
+    session: Session, found: Scan, placement: Placement, *, user_id: str, merge: bool
+) -> dict[str, set[Any]]:
+    """What the store holds of the export (after placement), by kind: refused, or with
+    `merge` left out (with the history and messages of what is left out)."""
     taken: dict[str, set[Any]] = {}
     for kind in ("conversations", "memories", "episodes", "procedures"):
-        ids = [values["id"] for values in by_kind[kind]]
+        ids = sorted(placement.id_of(kind, old) for old in found.ids[kind])
         table = TABLES[kind]
-        found: set[Any] = set()
+        held: set[Any] = set()
         for start in range(0, len(ids), 500):
-            found |= set(session.scalars(select(table.id).where(table.id.in_(ids[start:][:500]))))
-        taken[kind] = found
-    kinds = {v["kind"] for v in by_kind["soul_blocks"]}
+            held |= set(session.scalars(select(table.id).where(table.id.in_(ids[start:][:500]))))
+        taken[kind] = held
     stored_kinds = select(SoulBlockRow.kind).where(SoulBlockRow.user_id == user_id)
-    taken["soul_blocks"] = kinds & set(session.scalars(stored_kinds))
-    names = [v["name"] for v in by_kind["procedures"]]
+    taken["soul_blocks"] = found.soul_kinds & set(session.scalars(stored_kinds))
     stored_names = select(ProcedureRow.name).where(
-        ProcedureRow.user_id == user_id, ProcedureRow.name.in_(names)
+        ProcedureRow.user_id == user_id,
+        ProcedureRow.name.in_(sorted(set(found.procedure_names.values()))),
     )
     taken["procedure names"] = set(session.scalars(stored_names))
     # a purged memory's event, exported without its memory: stored once already?
-    in_file = {v["id"] for v in by_kind["memories"]}
-    orphans = sorted({v["memory_id"] for v in by_kind["memory_events"]} - in_file)
+    in_file = {placement.id_of("memories", old) for old in found.ids["memories"]}
+    named = {placement.id_of("memories", old) for old in found.named[_EVENT_MEMORY]}
+    orphans = sorted(named - in_file)
     stored_orphans = select(MemoryEventRow.memory_id).where(
         MemoryEventRow.user_id == user_id, MemoryEventRow.memory_id.in_(orphans)
     )
@@ -224,68 +283,82 @@ def _drop_taken(
             f"the store already holds rows of this export ({listed}); import with merge "
             "to keep the stored ones and add the rest"
         )
+    return taken
 
-    def keep(kind: str, key: str, against: str | None = None) -> None:
-        gone = taken[against or kind]
-        by_kind[kind] = [v for v in by_kind[kind] if v[key] not in gone]
 
-    before = sum(len(rows) for rows in by_kind.values())
-    keep("conversations", "id")
-    keep("messages", "conversation_id", "conversations")
-    keep("memories", "id")
-    keep("memory_events", "memory_id", "memories")
-    keep("episodes", "id")
-    keep("procedures", "id")
-    keep("procedures", "name", "procedure names")
-    keep("soul_blocks", "kind")
-    keep("memory_events", "memory_id", "purged memories' events")
-    return before - sum(len(rows) for rows in by_kind.values())
+def _left_out(kind: str, values: dict[str, Any], taken: dict[str, set[Any]]) -> bool:
+    """Whether `merge` keeps the stored row instead of this one (`_taken`)."""
+    if kind == "messages":
+        return values["conversation_id"] in taken["conversations"]
+    if kind == "memory_events":
+        memory_id = values["memory_id"]
+        return memory_id in taken["memories"] or memory_id in taken["purged memories' events"]
+    if kind == "soul_blocks":
+        return values["kind"] in taken["soul_blocks"]
+    if kind == "procedures" and values["name"] in taken["procedure names"]:
+        return True
+    return values["id"] in taken[kind]
 
 
 def _renumber_if_taken(
-    session: Session, by_kind: dict[str, list[dict[str, Any]]], user_id: str
-) -> None:
-    """Keep the exported short ids when the user has none of them, else number the
-    imported items after the user's; the user's counter moves past them either way."""
-    rows = [values for kind in _WITH_REF for values in by_kind[kind]]
+    session: Session,
+    found: Scan,
+    placement: Placement,
+    taken: dict[str, set[Any]],
+    dropped: set[str],
+    user_id: str,
+) -> dict[tuple[str, str], int]:
+    """Keep the exported short ids when the user has none of them (no change: {}), else
+    number the imported items after the user's ((table, id) -> the new short id); the
+    user's counter moves past them either way."""
+    rows: list[tuple[int, str, str]] = []  # (ref, id, table) of what is written
+    for (kind, old), ref in found.refs.items():
+        new = placement.id_of(kind, old)
+        if new in taken[kind] or (kind == "memories" and new in dropped):
+            continue
+        if kind == "procedures" and found.procedure_names[old] in taken["procedure names"]:
+            continue
+        rows.append((ref, new, kind))
+    found.refs = {}
     if not rows:
-        return
+        return {}
     used: set[int] = set()
     for kind in _WITH_REF:
         table = TABLES[kind]
         used |= set(session.scalars(select(table.ref).where(table.user_id == user_id)))
-    if used & {values["ref"] for values in rows}:
+    if used & {ref for ref, _, _ in rows}:
         first = refs.allocate(session, user_id, len(rows))
-        for offset, values in enumerate(sorted(rows, key=lambda v: (v["ref"], v["id"]))):
-            values["ref"] = first + offset
-        return
-    top = max(values["ref"] for values in rows)
+        return {(kind, new): first + offset for offset, (_, new, kind) in enumerate(sorted(rows))}
+    top = max(ref for ref, _, _ in rows)
     state = session.get(UserState, user_id)
     if state is None:
         session.add(UserState(user_id=user_id, next_ref=top + 1, version=0))
         session.flush()
     elif state.next_ref <= top:
         state.next_ref = top + 1
+    return {}
 
 
 def _embed_where_needed(
-    by_kind: dict[str, list[dict[str, Any]]], embedder: tuple[str, int], embed: Embed
+    kind: str, rows: list[dict[str, Any]], embedder: tuple[str, int], embed: Embed
 ) -> None:
+    text_of = {"memories": "content", "episodes": "summary"}.get(kind)
+    if text_of is None:
+        return
     name, dim = embedder
-    for kind, text_of in (("memories", "content"), ("episodes", "summary")):
-        stale = [
-            values
-            for values in by_kind[kind]
-            if values.get("embedding") is None
-            or (values.get("embedding_model"), values.get("embedding_dim")) != (name, dim)
-        ]
-        if kind == "memories":  # forgotten ones are not sent to an embedding provider
-            for values in stale:
-                if values.get("status") == "deleted":
-                    values.update(embedding=None, embedding_model=None, embedding_dim=None)
-            stale = [v for v in stale if v.get("status") != "deleted"]
-        if not stale:
-            continue
-        vectors = embed([values[text_of] for values in stale])
-        for values, vector in zip(stale, vectors, strict=True):
-            values.update(embedding=vector, embedding_model=name, embedding_dim=len(vector))
+    stale = [
+        values
+        for values in rows
+        if values.get("embedding") is None
+        or (values.get("embedding_model"), values.get("embedding_dim")) != (name, dim)
+    ]
+    if kind == "memories":  # forgotten ones are not sent to an embedding provider
+        for values in stale:
+            if values.get("status") == "deleted":
+                values.update(embedding=None, embedding_model=None, embedding_dim=None)
+        stale = [v for v in stale if v.get("status") != "deleted"]
+    if not stale:
+        return
+    vectors = embed([values[text_of] for values in stale])
+    for values, vector in zip(stale, vectors, strict=True):
+        values.update(embedding=vector, embedding_model=name, embedding_dim=len(vector))

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memlane.models.store.users.import_rows import LINE
+from memlane.models.store.users.import_rows import Scan
 from memlane.models.tables import Conversation, EpisodeRow, Job, MemoryRow, ProcedureRow
 from memlane.pipeline.errors import InvalidInputError
 
@@ -67,26 +68,56 @@ def _owners(session: Session, column: Any, owner: Any, ids: Iterable[str]) -> di
     return found
 
 
-def place(
-    session: Session, by_kind: dict[str, list[dict[str, Any]]], *, user_id: str, copy: bool
-) -> int:
-    """Give the rows ids and references of `user_id`'s own (module docstring); how many
-    rows were given a new id. InvalidInputError naming the line when a row of an export
-    imported as its own user points into another user's data."""
+@dataclass
+class Placement:
+    """What `place` decided, applied to each row as it is written (`apply`)."""
+
+    renamed: dict[str, dict[str, str]]  # kind -> old id -> the copy's id
+    cleared: dict[tuple[str, str], set[str]]  # (table, column) -> values set to None
+    copied: int  # rows given a new id
+
+    def apply(self, kind: str, values: dict[str, Any]) -> None:
+        """The row's references cleared and its ids renamed, as `place` decided."""
+        for (name, column), gone in self.cleared.items():
+            if name == kind and values[column] in gone:
+                values[column] = None
+        for holder, refs in _HOLDERS:
+            new = self.renamed[holder]
+            for name, column in refs:
+                if name == kind and new and values[column] in new:
+                    values[column] = new[values[column]]
+
+    def id_of(self, kind: str, old: str) -> str:
+        return self.renamed[kind].get(old, old)
+
+
+_HOLDERS: tuple[tuple[str, Refs], ...] = (
+    ("conversations", (("conversations", "id"), *_CONVERSATION_REFS)),
+    ("memories", (("memories", "id"), *_MEMORY_REFS)),
+    ("episodes", (("episodes", "id"),)),
+    ("procedures", (("procedures", "id"),)),
+)
+
+
+def place(session: Session, found: Scan, *, user_id: str, copy: bool) -> Placement:
+    """Give the rows ids and references of `user_id`'s own (module docstring): the new
+    ids and the cleared references, to apply to each row as it is written.
+    InvalidInputError naming the line when a row of an export imported as its own user
+    points into another user's data."""
     renamed: dict[str, dict[str, str]] = {}
     for kind, table in _OWN.items():
-        held = _owners(session, table.id, table.user_id, (v["id"] for v in by_kind[kind]))
+        held = _owners(session, table.id, table.user_id, found.ids[kind])
         renamed[kind] = {
             old: copy_id(kind, old, user_id) for old, owner in held.items() if owner != user_id
         }
-    in_file = {kind: {v["id"] for v in by_kind[kind]} for kind in _OWN}
+    in_file = found.ids
 
     def outside(kind: str, refs: Refs) -> set[str]:
         return {
-            v[column]
-            for name, column in refs
-            for v in by_kind[name]
-            if v[column] is not None and v[column] not in in_file.get(kind, set())
+            value
+            for ref in refs
+            for value in found.named[ref]
+            if value not in in_file.get(kind, set())
         }
 
     others: dict[str, set[str]] = {}
@@ -110,35 +141,26 @@ def place(
         ("memories", _MEMORY_REFS),
         ("jobs", _JOB_REFS),
     )
+    cleared: dict[tuple[str, str], set[str]] = {}
     for kind, refs in pointers:
         for name, column in refs:
-            for values in by_kind[name]:
-                value = values[column]
-                if value is None or value not in others[kind]:
-                    continue
-                if not copy:
-                    raise InvalidInputError(
-                        f"line {values[LINE]}: {name}.{column}: {value!r} is another "
-                        f"user's {_ONE[kind]}; an export names only its own user's data"
-                    )
+            named = found.named[(name, column)]
+            theirs = sorted(
+                (number, value) for value, number in named.items() if value in others[kind]
+            )
+            if not theirs:
+                continue
+            if not copy:
+                number, value = theirs[0]
+                raise InvalidInputError(
+                    f"line {number}: {name}.{column}: {value!r} is another "
+                    f"user's {_ONE[kind]}; an export names only its own user's data"
+                )
+            for _, value in theirs:
                 if kind == "conversations" or (name, column) == ("memory_events", "memory_id"):
                     # the copy's own id for it (a purged memory's event keeps its place)
                     renamed[kind].setdefault(value, copy_id(kind, value, user_id))
                 else:
-                    values[column] = None
-
-    holders: tuple[tuple[str, Refs], ...] = (
-        ("conversations", (("conversations", "id"), *_CONVERSATION_REFS)),
-        ("memories", (("memories", "id"), *_MEMORY_REFS)),
-        ("episodes", (("episodes", "id"),)),
-        ("procedures", (("procedures", "id"),)),
-    )
-    for kind, refs in holders:
-        new = renamed[kind]
-        if not new:
-            continue
-        for name, column in refs:
-            for values in by_kind[name]:
-                if values[column] in new:
-                    values[column] = new[values[column]]
-    return sum(len(renamed[kind].keys() & in_file[kind]) for kind in _OWN)
+                    cleared.setdefault((name, column), set()).add(value)
+    copied = sum(len(renamed[kind].keys() & in_file[kind]) for kind in _OWN)
+    return Placement(renamed=renamed, cleared=cleared, copied=copied)

@@ -11,7 +11,8 @@ without a zone is read as UTC, as every door reads it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -226,31 +227,80 @@ _UNIQUE: dict[str, tuple[tuple[str, ...], ...]] = {
     "soul_blocks": (("kind",),),
 }
 WITH_REF = ("memories", "episodes", "procedures")
-LINE = "_line"  # where a row was read, for errors found after it (dropped before writing)
 
 
-def read_all(
-    records: Any, *, exported: str, tables: Mapping[str, Any]
-) -> dict[str, list[dict[str, Any]]]:
-    """Every row of the export validated and grouped by table, each with its line
-    number under LINE; InvalidInputError at the first row that does not fit, repeats
-    a key of an earlier row, names another user, or belongs to a conversation or a
-    memory the export does not hold."""
-    by_kind: dict[str, list[dict[str, Any]]] = {kind: [] for kind in tables}
-    seen: dict[tuple[str, ...], int] = {}
+# The columns whose values the later checks look up (import_owners.py): (table, column).
+TRACKED: tuple[tuple[str, str], ...] = (
+    ("messages", "conversation_id"),
+    ("episodes", "conversation_id"),
+    ("memories", "source_conversation_id"),
+    ("memory_events", "conversation_id"),
+    ("memories", "superseded_by"),
+    ("memory_events", "memory_id"),
+    ("memories", "source_job_id"),
+    ("episodes", "job_id"),
+)
+
+
+@dataclass
+class Scan:
+    """What the first reading of an export keeps: ids, keys and short ids (small), never
+    the rows, so an import's memory does not grow with its vectors and texts."""
+
+    ids: dict[str, set[str]] = field(default_factory=dict)  # conversations, memories, …
+    rows: dict[str, int] = field(default_factory=dict)  # rows per table
+    # (table, column) -> value -> the first line naming it
+    named: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    soul_kinds: set[str] = field(default_factory=set)
+    procedure_names: dict[str, str] = field(default_factory=dict)  # id -> name
+    refs: dict[tuple[str, str], int] = field(default_factory=dict)  # (table, id) -> ref
+    active: list[tuple[str, str]] = field(default_factory=list)  # (id, content), in order
+    # no conversation after a message: one more reading writes them all, parents first
+    in_order: bool = True
+    # a memory's history other than a purge's event: memory id -> first line
+    history: dict[str, int] = field(default_factory=dict)
+
+
+def rows_of(
+    records: Iterable[tuple[int, dict[str, Any]]], kinds: Collection[str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The rows of `kinds` (checked already by `scan`), as the table takes them."""
     for number, record in records:
         kind = record.get("kind")
-        if kind not in tables:
+        if kind not in kinds:
+            continue
+        values = read_row(number, str(kind), record.get("row"))
+        values.pop("user_id", None)
+        if values.get("embedding") is not None:  # float32, as stored: 1/6 of a list's size
+            values["embedding"] = np.asarray(values["embedding"], dtype=np.float32)
+        yield str(kind), values
+
+
+def scan(
+    records: Iterable[tuple[int, dict[str, Any]]], *, exported: str, tables: Mapping[str, Any]
+) -> Scan:
+    """Every row of the export validated, what the later checks need kept (Scan);
+    InvalidInputError at the first row that does not fit, repeats a key of an earlier
+    row, names another user, or belongs to a conversation or a memory the export does
+    not hold."""
+    found = Scan(
+        ids={kind: set() for kind in ("conversations", "memories", "episodes", "procedures")},
+        rows=dict.fromkeys(tables, 0),
+        named={key: {} for key in TRACKED},
+    )
+    seen: dict[tuple[str, ...], int] = {}
+    for number, record in records:
+        named_kind = record.get("kind")
+        if named_kind not in tables:
             known = ", ".join(tables)
             raise InvalidInputError(
-                f"line {number}: kind: {kind!r} is not an exported table (one of {known})"
+                f"line {number}: kind: {named_kind!r} is not an exported table (one of {known})"
             )
+        kind = str(named_kind)
         if set(record) - {"kind", "row"}:
             extra = sorted(set(record) - {"kind", "row"})
             raise InvalidInputError(f"line {number}: a line holds kind and row, not {extra}")
         values = read_row(number, kind, record.get("row"))
-        if values.get("embedding") is not None:  # float32, as stored: 1/6 of a list's size
-            values["embedding"] = np.asarray(values["embedding"], dtype=np.float32)
         owner = values.pop("user_id", None)
         if owner is not None and owner != exported:
             raise InvalidInputError(
@@ -272,27 +322,53 @@ def read_all(
                     f"{seen[(*key, *value)]}; an export holds each once"
                 )
             seen[(*key, *value)] = number
-        values[LINE] = number
-        by_kind[kind].append(values)
-    _belongs(by_kind)
-    return by_kind
+        _keep(found, kind, values, number)
+        if kind == "conversations" and found.rows["messages"]:
+            found.in_order = False
+    _belongs(found)
+    return found
 
 
-def _belongs(by_kind: dict[str, list[dict[str, Any]]]) -> None:
-    conversations = {v["id"] for v in by_kind["conversations"]}
-    for values in by_kind["messages"]:
-        if values["conversation_id"] not in conversations:
-            raise InvalidInputError(
-                f"line {values[LINE]}: messages.conversation_id: "
-                f"{values['conversation_id']!r} is no conversation of this export; a "
-                "message is imported with its conversation"
-            )
-    memories = {v["id"] for v in by_kind["memories"]}
-    for values in by_kind["memory_events"]:
-        # a purged memory's row is gone; its `purged` event stays, and is exported
-        if values["memory_id"] not in memories and values["kind"] != "purged":
-            raise InvalidInputError(
-                f"line {values[LINE]}: memory_events.memory_id: {values['memory_id']!r} "
-                "is no memory of this export; history is imported with its memory (only "
-                "a purged memory's `purged` event stays without it)"
-            )
+def _keep(found: Scan, kind: str, values: dict[str, Any], number: int) -> None:
+    found.rows[kind] += 1
+    if kind in found.ids:
+        found.ids[kind].add(values["id"])
+    for (name, column), first in found.named.items():
+        if name == kind and values[column] is not None:
+            first.setdefault(values[column], number)
+    if kind in WITH_REF:
+        found.refs[(kind, values["id"])] = values["ref"]
+    if kind == "soul_blocks":
+        found.soul_kinds.add(values["kind"])
+    elif kind == "procedures":
+        found.procedure_names[values["id"]] = values["name"]
+    elif kind == "memories" and values["status"] == "active":
+        found.active.append((values["id"], values["content"]))
+    elif kind == "memory_events" and values["kind"] != "purged":
+        found.history.setdefault(values["memory_id"], number)
+
+
+def _belongs(found: Scan) -> None:
+    conversations = found.ids["conversations"]
+    stray = [
+        (number, value)
+        for value, number in found.named[("messages", "conversation_id")].items()
+        if value not in conversations
+    ]
+    if stray:
+        number, value = min(stray)
+        raise InvalidInputError(
+            f"line {number}: messages.conversation_id: "
+            f"{value!r} is no conversation of this export; a "
+            "message is imported with its conversation"
+        )
+    memories = found.ids["memories"]
+    # a purged memory's row is gone; its `purged` event stays, and is exported
+    lone = [(number, value) for value, number in found.history.items() if value not in memories]
+    if lone:
+        number, value = min(lone)
+        raise InvalidInputError(
+            f"line {number}: memory_events.memory_id: {value!r} "
+            "is no memory of this export; history is imported with its memory (only "
+            "a purged memory's `purged` event stays without it)"
+        )

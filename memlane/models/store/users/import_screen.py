@@ -8,6 +8,7 @@ history, and counted."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -22,30 +23,37 @@ from memlane.pipeline.dedup.plan import duplicate_of
 from memlane.pipeline.dedup.redaction import EpisodeText, RemovedFact, redact_episode
 
 
+@dataclass
+class Screened:
+    dropped: set[str]  # the active memories to leave out, with their history
+    counts: dict[str, int]  # duplicate_memories, purged_memories
+    purged_facts: list[RemovedFact]  # what the export's episodes are redacted of (redact)
+
+
 def screen(
     session: Session,
-    by_kind: dict[str, list[dict[str, Any]]],
+    active: list[tuple[str, str]],
     *,
     user_id: str,
     threshold: float,
     min_keywords: int,
-) -> dict[str, int]:
-    """Drop the active memories the rules keep out (and their history); how many, as
-    `duplicate_memories` and `purged_memories`."""
-    active = [v for v in by_kind["memories"] if v["status"] == "active"]
+) -> Screened:
+    """The active memories (id, content, in the export's order) the rules keep out (to
+    leave out with their history), and how many, as `duplicate_memories` and
+    `purged_memories`. Keywords are made again where needed, not held for the whole
+    export."""
     if not active:
-        return {}
-    statements = [(v["content"], keywords(v["content"])) for v in active]
+        return Screened(set(), {}, [])
     known = []
     # A user with no memory yet (a move to a new deployment) has nothing to look up.
     holds = select(MemoryRow.id).where(
         MemoryRow.user_id == user_id, MemoryRow.status.in_(("active", "deleted"))
     )
-    for start in range(0, len(statements) if session.scalar(holds.limit(1)) else 0, 500):
+    for start in range(0, len(active) if session.scalar(holds.limit(1)) else 0, 500):
         known += dedup_reads.candidates(
             session,
             user_id,
-            statements[start : start + 500],
+            [(content, keywords(content)) for _, content in active[start : start + 500]],
             threshold=threshold,
             min_keywords=min_keywords,
         )
@@ -54,7 +62,9 @@ def screen(
     dropped: set[str] = set()
     duplicates = purged = 0
     said_purged: list[frozenset[str]] = []
-    for values, (content, words) in zip(active, statements, strict=True):
+    imported: set[str] = set()  # the words of the active memories the import keeps
+    for memory_id, content in active:
+        words = keywords(content)
         text = normalise(content)
         if text in texts or duplicate_of(
             content, words, known, threshold=threshold, min_keywords=min_keywords
@@ -74,45 +84,39 @@ def screen(
             said_purged.append(words)
         else:
             texts.add(text)
+            imported.update(words)
             continue
-        dropped.add(values["id"])
-    if dropped:
-        by_kind["memories"] = [v for v in by_kind["memories"] if v["id"] not in dropped]
-        by_kind["memory_events"] = [
-            v for v in by_kind["memory_events"] if v["memory_id"] not in dropped
-        ]
-    if said_purged:
-        _redact_episodes(session, by_kind, user_id, said_purged)
+        dropped.add(memory_id)
     counts = {"duplicate_memories": duplicates, "purged_memories": purged}
-    return {key: n for key, n in counts.items() if n}
+    facts = _purged_facts(session, user_id, said_purged, imported) if said_purged else []
+    return Screened(dropped, {key: n for key, n in counts.items() if n}, facts)
 
 
-def _redact_episodes(
-    session: Session,
-    by_kind: dict[str, list[dict[str, Any]]],
-    user_id: str,
-    said_purged: list[frozenset[str]],
-) -> None:
-    """The export's episodes redacted of the purged facts its memories said
-    (store/memories/scrub.py, as a purge redacts stored ones): distinctive are the
-    words neither the user's stored memories nor the imported ones hold. A redacted
-    episode loses its vector; the import embeds it again."""
-    imported = frozenset(w for v in by_kind["memories"] for w in keywords(v["content"]))
-    facts = [
+def _purged_facts(
+    session: Session, user_id: str, said_purged: list[frozenset[str]], imported: set[str]
+) -> list[RemovedFact]:
+    """The purged facts the export's memories said, to redact its episodes of
+    (store/memories/scrub.py, as a purge redacts stored ones): distinctive are the words
+    neither the user's stored memories nor the active memories imported hold."""
+    return [
         RemovedFact(fact.keywords, fact.distinctive - imported)
         for fact in scrub.removed_facts(session, user_id, [sorted(w) for w in said_purged])
     ]
-    for values in by_kind["episodes"]:
-        before = EpisodeText(
-            values["summary"], tuple(values.get("topics") or ()), values.get("outcome")
+
+
+def redact(values: dict[str, Any], facts: list[RemovedFact]) -> None:
+    """An exported episode's row redacted of `facts` in place; a redacted episode loses
+    its vector, and the import embeds it again."""
+    before = EpisodeText(
+        values["summary"], tuple(values.get("topics") or ()), values.get("outcome")
+    )
+    after = redact_episode(before, facts)
+    if after is not None:
+        values.update(
+            summary=after.summary,
+            topics=list(after.topics),
+            outcome=after.outcome,
+            embedding=None,
+            embedding_model=None,
+            embedding_dim=None,
         )
-        after = redact_episode(before, facts)
-        if after is not None:
-            values.update(
-                summary=after.summary,
-                topics=list(after.topics),
-                outcome=after.outcome,
-                embedding=None,
-                embedding_model=None,
-                embedding_dim=None,
-            )
