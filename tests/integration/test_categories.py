@@ -19,6 +19,7 @@ from memlane.pipeline.errors import InvalidInputError
 from memlane.service.facade import Memlane
 from tests.integration.test_api import error_of
 from tests.integration.test_cli import cli
+from tests.integration.test_inspector_access import sign_in
 from tests.llm_stub import LLMStub
 
 WITH_HOBBY = "preference,fact,decision,project,hobby"
@@ -77,28 +78,56 @@ def test_a_category_outside_the_set_is_refused_naming_the_set(db_url: str) -> No
         assert lane.list_memories("u1") == []
 
 
-def test_a_memory_under_a_removed_category_stays_readable(hobby_lane: Memlane, db_url: str) -> None:
+@pytest.fixture
+def removed(hobby_lane: Memlane) -> str:
+    """The id of a memory stored under `hobby`, a category the tests then leave out."""
     stored = hobby_lane.add_memory("u1", {"content": CELLO, "category": "hobby"})
     hobby_lane.close()
+    return stored.id
+
+
+def test_a_memory_under_a_removed_category_stays_readable(removed: str, db_url: str) -> None:
     with lane_with(db_url) as lane:  # the default set: hobby removed
-        assert [(m.id, m.category) for m in lane.list_memories("u1")] == [(stored.id, "hobby")]
+        assert [(m.id, m.category) for m in lane.list_memories("u1")] == [(removed, "hobby")]
         exported = [json.loads(line) for line in lane.export_user("u1")]
         rows = [line["row"] for line in exported if line.get("kind") == "memories"]
         assert [(row["content"], row["category"]) for row in rows] == [(CELLO, "hobby")]
         assert CELLO in lane.assemble("u1", "What does the user play on Sundays?").text
-        assert [hit.memory.id for hit in lane.search("u1", "cello")] == [stored.id]
+        assert [hit.memory.id for hit in lane.search("u1", "cello")] == [removed]
         # an edit that leaves the category alone keeps it; a new one must be configured
-        kept = lane.update_memory("u1", stored.id, importance=0.9, category="hobby")
+        kept = lane.update_memory("u1", removed, importance=0.9, category="hobby")
         assert (kept.category, kept.importance) == ("hobby", 0.9)
         with TestClient(create_app(lane)) as client:
             listed = client.get("/v1/users/u1/memories")
             assert listed.status_code == 200, listed.text
             assert "hobby" in listed.text
-            moved = client.patch(f"/v1/users/u1/memories/{stored.id}", json={"category": "sport"})
+            moved = client.patch(f"/v1/users/u1/memories/{removed}", json={"category": "sport"})
             assert moved.status_code == 422, moved.text
             assert "sport" in error_of(moved)["message"]
-        # importing it is a write: refused under a set without hobby, by line and field
-        lines = [json.dumps(line) for line in exported]
+
+
+def test_the_inspector_shows_a_removed_category_and_filters_on_the_set(
+    removed: str, db_url: str
+) -> None:
+    key = "cats-inspector-key"
+    with (
+        lane_with(db_url, api_keys=[f"lead:{key}"]) as lane,
+        TestClient(create_app(lane), follow_redirects=False) as client,
+    ):
+        sign_in(client, key)
+        page = client.get(f"/ui/users/u1/memories/{removed}")
+        assert page.status_code == 200, page.text
+        assert '<option value="hobby" selected>hobby</option>' in page.text
+        listed = client.get("/ui/users/u1")
+        assert listed.status_code == 200 and CELLO in listed.text
+        assert client.get("/ui/users/u1", params={"category": "hobby"}).status_code == 422
+
+
+def test_importing_a_removed_category_is_refused_by_line_and_field(
+    removed: str, db_url: str
+) -> None:
+    with lane_with(db_url) as lane:  # an import writes: the set it meets is checked
+        lines = list(lane.export_user("u1"))
         with pytest.raises(InvalidInputError, match=r"line \d+: memories.category: 'hobby'"):
             lane.import_user(lines, user_id="u9")
         assert lane.list_memories("u9") == []

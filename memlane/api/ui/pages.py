@@ -141,7 +141,8 @@ def memory(
         source=source,
         query=query,
         hit=hit,
-        categories=lane.settings.categories,
+        # a category since removed from the set is kept as it is (an edit may keep it)
+        categories=tuple(dict.fromkeys((*lane.settings.categories, found.category))),
     )
 
 
