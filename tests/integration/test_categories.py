@@ -6,12 +6,17 @@ assembles."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from memlane.api.app import create_app
 from memlane.config.settings import load_settings
@@ -20,6 +25,7 @@ from memlane.service.facade import Memlane
 from tests.integration.test_api import error_of
 from tests.integration.test_cli import cli
 from tests.integration.test_inspector_access import sign_in
+from tests.integration.test_mcp import data, server_env
 from tests.llm_stub import LLMStub
 
 WITH_HOBBY = "preference,fact,decision,project,hobby"
@@ -54,6 +60,26 @@ def test_a_configured_category_is_taken_at_the_api_and_the_cli(
     )
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["memory"]["category"] == "hobby"
+
+
+def test_the_mcp_server_takes_the_configured_set(db_url: str, tmp_path: Path) -> None:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memlane", "mcp", "--user", "u1"],
+        env=server_env(MEMLANE_DATABASE_URL=db_url, MEMLANE_CATEGORIES="fact,hobby"),
+        cwd=tmp_path,
+    )
+
+    async def session() -> tuple[Any, Any]:
+        async with Client(server) as client:
+            taken = await client.call_tool("remember", {"fact": CELLO, "category": "hobby"})
+            refused = await client.call_tool("remember", {"fact": "x y z", "category": "project"})
+            return taken, refused
+
+    taken, refused = asyncio.run(session())
+    assert data(taken)["memory"]["category"] == "hobby"
+    assert refused.is_error and "'project'" in str(refused.content)
+    assert "fact, hobby" in str(refused.content)
 
 
 def test_a_category_outside_the_set_is_refused_naming_the_set(db_url: str) -> None:
@@ -168,3 +194,23 @@ def test_the_llm_is_asked_for_the_configured_set(db_url: str) -> None:
     assert "decision" not in system.split("Memories:")[1].split("importance")[0]
     # a category outside the set is dropped from the answer, not stored
     assert [(m.content, m.category) for m in stored] == [(CELLO, "hobby")]
+
+
+def test_the_offline_extractor_files_under_the_configured_set(db_url: str) -> None:
+    with lane_with(db_url, categories="hobby,fact") as lane:
+        lane.enqueue(
+            {
+                "conversation_id": "c1",
+                "user_id": "u1",
+                "messages": [
+                    {"role": "user", "content": "I love green tea. I live in Lisbon."},
+                    {"role": "assistant", "content": "Noted."},
+                ],
+                "final": True,
+            }
+        )
+        lane.flush(timeout=60)
+        stored = {m.content: m.category for m in lane.list_memories("u1")}
+    # a preference is not configured: the first configured category; a fact stays one
+    assert sorted(stored.values()) == ["fact", "hobby"], stored
+    assert stored[next(c for c in stored if "Lisbon" in c)] == "fact"
