@@ -20,7 +20,7 @@ from memlane.cli.common import (
     stderr,
     stdout,
 )
-from memlane.pipeline.records import Category, Tier
+from memlane.pipeline.records import Tier
 
 if TYPE_CHECKING:
     from memlane.models.schemas import MemoryPublic
@@ -100,11 +100,14 @@ def show(user: User, memory_id: MemoryId, as_json: AsJson = False) -> None:
         _echo_memory(lane.get_memory(user, memory_id), as_json)
 
 
+CATEGORY_HELP = "One of MEMLANE_CATEGORIES (preference, fact, decision, project unless set)."
+
+
 @app.command()
 def add(
     user: User,
     content: Annotated[str, typer.Option(help="One sentence.", show_default=False)],
-    category: Annotated[Category, typer.Option()] = "fact",
+    category: Annotated[str, typer.Option(help=CATEGORY_HELP)] = "fact",
     importance: Annotated[float, typer.Option(help="0..1; ≥0.9 critical, <0.5 minor.")] = 0.7,
     confidence: Annotated[float, typer.Option(help="0..1; 1.0 said by the user.")] = 1.0,
     tier: Annotated[Tier, typer.Option()] = "candidate",
@@ -143,7 +146,7 @@ def edit(
     user: User,
     memory_id: MemoryId,
     content: Annotated[str | None, typer.Option(help="The corrected sentence.")] = None,
-    category: Annotated[Category | None, typer.Option()] = None,
+    category: Annotated[str | None, typer.Option(help=CATEGORY_HELP)] = None,
     importance: Annotated[float | None, typer.Option(help="0..1.")] = None,
     confidence: Annotated[float | None, typer.Option(help="0..1.")] = None,
     expires: Annotated[

@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from memlane.cli.common import AsJson, lane_session, print_json, shown, stdout
-from memlane.pipeline.records import Category, Tier
+from memlane.pipeline.records import Tier
 
 
 def search(
@@ -22,8 +22,8 @@ def search(
     ] = None,
     limit: Annotated[int, typer.Option(min=1, max=200, help="At most this many.")] = 10,
     category: Annotated[
-        Category | None,
-        typer.Option(help="Only this category."),
+        str | None,
+        typer.Option(help="Only this category (one of MEMLANE_CATEGORIES)."),
     ] = None,
     tier: Annotated[Tier | None, typer.Option(help="Only this tier.")] = None,
     min_score: Annotated[float, typer.Option(min=0.0, max=1.0, help="Lowest score.")] = 0.0,

@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from memlane.config.categories import DEFAULT_CATEGORIES, parse_categories
+
 DEFAULT_SQLITE_FILE = "memlane.db"
 BUILT_IN_EMBEDDERS = ("hashing", "minilm", "e5-multilingual")
 # Celery's transports that memlane's fleet can run on (kombu's aliases of them).
@@ -116,6 +118,10 @@ class Settings(BaseSettings):
     extract_every: int = Field(5, ge=1, description="assistant messages between extractions")
     extract_window: int = Field(20, ge=1, description="messages an extraction reads")
     max_memories_per_extraction: int = Field(10, ge=0, le=10)
+    categories: Annotated[tuple[str, ...], NoDecode] = Field(
+        DEFAULT_CATEGORIES,
+        description="the categories new memories may take: comma-separated or a JSON list",
+    )
     idle_after_s: float = Field(1800.0, gt=0, description="idle time before the tail is read")
     stuck_after_s: float = Field(600.0, gt=0, description="job age before the sweep re-enqueues")
     sweep_every_s: float = Field(60.0, gt=0)
@@ -245,6 +251,13 @@ class Settings(BaseSettings):
                 f"{value!r} is not an embedder; did you mean {near[0]!r}? (built in: "
                 f"{', '.join(BUILT_IN_EMBEDDERS)}; any other name is a litellm model)"
             )
+        return value
+
+    @field_validator("categories", mode="before")
+    @classmethod
+    def _category_set(cls, value: object) -> object:
+        if isinstance(value, str | list | tuple):
+            return parse_categories(value)
         return value
 
     @field_validator("api_keys", mode="before")

@@ -46,6 +46,14 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 RESOURCE_LIMIT = 500  # memories the resource holds, newest first
+# The set is a setting: the schema names where it is, the server refuses another (a tool error).
+CategoryIn = Annotated[
+    Category,
+    Field(
+        description="one of the configured categories (MEMLANE_CATEGORIES: preference, fact, "
+        "decision, project unless set)"
+    ),
+]
 INSTRUCTIONS = (
     "Long-term memory of one user (memlane). Call `recall` with the user's message before "
     "answering to get what you know about them, within a token budget. Call `remember` "
@@ -153,7 +161,7 @@ def build_server(
     def remember(
         fact: str | None = None,
         messages: list[dict[str, Any]] | None = None,
-        category: Category = "fact",
+        category: CategoryIn = "fact",
         importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
         conversation_id: str | None = None,
         system: str | list[dict[str, Any]] | None = None,
@@ -219,7 +227,7 @@ def build_server(
     def search(
         query: str,
         limit: Annotated[int, Field(ge=1, le=200)] = 10,
-        category: Category | None = None,
+        category: CategoryIn | None = None,
         tier: Tier | None = None,
         min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
         user_id: str | None = None,

@@ -308,11 +308,17 @@ MemoryContent = Annotated[
 ]
 
 
+CONFIGURED_CATEGORY = (
+    "one of the configured categories (MEMLANE_CATEGORIES: preference, fact, decision, "
+    "project unless set); another is a 422 naming them"
+)
+
+
 class MemoryCreate(Frozen):
     """A memory added by hand (API, CLI, facade)."""
 
     content: MemoryContent
-    category: Category = "fact"
+    category: Category = Field("fact", description=CONFIGURED_CATEGORY)
     importance: Score01 = 0.7
     confidence: Score01 = 1.0
     tier: Tier = "candidate"
@@ -467,7 +473,7 @@ class SearchRequest(Frozen):
     user_id: UserIdIn
     query: StoredText | None = Field(None, max_length=MAX_MESSAGE_CHARS)
     limit: int = Field(10, ge=1, le=200)
-    category: Category | None = None
+    category: Category | None = Field(None, description=CONFIGURED_CATEGORY)
     tier: Tier | None = None
     min_score: Score01 = 0.0
     since: UtcTime | None = Field(

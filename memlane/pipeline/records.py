@@ -22,12 +22,13 @@ from pydantic import (
 
 # `tool`: tool calls and tool results, kept as context and never read as the user's words.
 Role = Literal["user", "assistant", "system", "tool"]
-Category = Literal["preference", "fact", "decision", "project"]
+# Any category read from the store is a Category (a memory keeps one later removed from
+# MEMLANE_CATEGORIES); which ones may be written is pipeline.categories' check.
+Category = Annotated[str, StringConstraints(min_length=1, max_length=16)]
 Tier = Literal["pinned", "verified", "candidate"]
 MemoryStatus = Literal["active", "superseded", "quarantined", "deleted"]
 SoulKind = Literal["identity", "style", "anti_patterns"]
 
-CATEGORIES: tuple[Category, ...] = ("preference", "fact", "decision", "project")
 TIERS: tuple[Tier, ...] = ("pinned", "verified", "candidate")
 SOUL_KINDS: tuple[SoulKind, ...] = ("identity", "style", "anti_patterns")
 

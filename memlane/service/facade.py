@@ -35,7 +35,7 @@ from memlane.service import search
 from memlane.service.context_builder import ContextBuilder
 from memlane.service.fleet_status import StatusCache, fleet_status
 from memlane.service.ingest import TranscriptIngest, utcnow
-from memlane.service.input_checks import check_text, checked
+from memlane.service.input_checks import check_category, check_text, checked
 from memlane.service.items import ContextItemControl
 from memlane.service.jobs import JobControl, ReembedRun
 from memlane.service.memories import MemoryCuration
@@ -248,6 +248,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
             )
         except ValidationError as exc:
             raise InvalidInputError(problems_of(exc, at_most=1)) from None
+        check_category(request.category, self.settings.categories, where="category")
         return search.search(
             request,
             url=self.url,

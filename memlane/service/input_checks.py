@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from memlane.models.schemas import UserIdIn, storable_text
+from memlane.pipeline.categories import category_problem
 from memlane.pipeline.errors import InvalidInputError
 
 P = ParamSpec("P")
@@ -35,6 +36,14 @@ def check_text(value: str, name: str) -> str:
         raise InvalidInputError(f"{name}: {message}") from None
     except ValueError as exc:
         raise InvalidInputError(f"{name}: {exc}") from None
+
+
+def check_category(category: str | None, configured: Sequence[str], *, where: str) -> None:
+    """InvalidInputError at `where` when `category` (None: not given) may not be written
+    or filtered on under the configured set (MEMLANE_CATEGORIES). Reads never check."""
+    problem = None if category is None else category_problem(category, configured)
+    if problem is not None:
+        raise InvalidInputError(f"{where}: {problem}")
 
 
 def checked(*names: str) -> Callable[[Callable[P, R]], Callable[P, R]]:

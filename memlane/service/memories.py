@@ -35,7 +35,7 @@ from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError, problems_of
 from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service import memory_pages
-from memlane.service.input_checks import checked
+from memlane.service.input_checks import check_category, checked
 
 if TYPE_CHECKING:
     from memlane.config.settings import Settings
@@ -92,6 +92,7 @@ class MemoryCuration:
         created = (
             memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
         )
+        check_category(created.category, self.settings.categories, where="category")
         words = keywords(created.content)
         vector = self.embedder.embed([created.content])[0]
         settings = self.settings
@@ -315,6 +316,8 @@ class MemoryCuration:
                 memories.user_lock(session, user_id)
             public = rows.to_public(memories.get(session, user_id, memory_id))
             memory_id = public.id
+            if correction.category != public.category:  # a memory may keep a removed one
+                check_category(correction.category, self.settings.categories, where="category")
             if status == "active":
                 public = memory_changes.set_status(session, user_id, memory_id, "active", actor=who)
             if correction.content is not None and new_words is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from memlane.models.db import unit_of_work
 from memlane.models.store.users import export as user_export
 from memlane.pipeline.errors import ConflictError, InvalidInputError
-from memlane.service.input_checks import check_text, checked
+from memlane.service.input_checks import check_category, check_text, checked
 
 if TYPE_CHECKING:
     from memlane.config.settings import Settings
@@ -82,7 +82,7 @@ class UserTransfer:
                 with unit_of_work(self.url) as session:
                     counts = user_export.import_rows(
                         session,
-                        records,
+                        _categories_checked(records, settings.categories),
                         source.again,
                         user_id=target,
                         exported=exported,
@@ -99,6 +99,20 @@ class UserTransfer:
                     "nothing was imported"
                 ) from None
         return counts  # working sets follow through the change feed, as for any write
+
+
+def _categories_checked(
+    records: Iterator[tuple[int, dict[str, Any]]], configured: Sequence[str]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records, a memory's category checked against the configured set on the way
+    (an import writes memories as a front door does; the rows' own checks follow)."""
+    for number, record in records:
+        row = record.get("row")
+        if record.get("kind") == "memories" and isinstance(row, dict):
+            category = row.get("category")
+            if isinstance(category, str):
+                check_category(category, configured, where=f"line {number}: memories.category")
+        yield number, record
 
 
 class _Source:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cache
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlane.config.extras import require
 from memlane.pipeline.backoff import parse_retry_after
+from memlane.pipeline.categories import DEFAULT_CATEGORIES
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction.extract import parse_extraction
 from memlane.pipeline.extraction.prompts import build_extraction_messages
@@ -74,14 +75,16 @@ def call_extraction_llm(
     api_key: str | None,
     timeout_s: float,
     max_memories: int,
+    categories: Sequence[str] = DEFAULT_CATEGORIES,
 ) -> LLMResult:
-    """Ask `model` for the window's memories and episode.
+    """Ask `model` for the window's memories and episode, each in one of `categories`
+    (the configured set, MEMLANE_CATEGORIES).
 
     Raises TransientProviderError (retry later), PermanentProviderError (never retry) or
     ExtractionError (the answer was unusable; carries the raw answer).
     """
     litellm = load_litellm()
-    messages = build_extraction_messages(window, max_memories=max_memories)
+    messages = build_extraction_messages(window, max_memories=max_memories, categories=categories)
     started = time.perf_counter()
     try:
         response = litellm.completion(
@@ -108,7 +111,7 @@ def call_extraction_llm(
     raw = _answer_text(response)
     if not raw.strip():
         raise ExtractionError(f"{model} returned an empty answer", raw=raw)
-    parsed = parse_extraction(raw, max_memories=max_memories)
+    parsed = parse_extraction(raw, max_memories=max_memories, categories=categories)
     usage = getattr(response, "usage", None)
     return LLMResult(
         extraction=parsed.extraction,

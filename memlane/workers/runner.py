@@ -144,7 +144,11 @@ def _extract(job_id: str, settings: Settings, url: str, now: datetime) -> StageO
     started = time.perf_counter()
     try:
         if settings.llm_model is None:
-            extraction = extract_offline(window, max_memories=settings.max_memories_per_extraction)
+            extraction = extract_offline(
+                window,
+                max_memories=settings.max_memories_per_extraction,
+                categories=settings.categories,
+            )
             usage: tuple[str, int | None, int | None, float | None] = (
                 OFFLINE_MODEL,
                 None,
@@ -161,6 +165,7 @@ def _extract(job_id: str, settings: Settings, url: str, now: datetime) -> StageO
                 api_key=settings.llm_api_key.get_secret_value() if settings.llm_api_key else None,
                 timeout_s=settings.llm_timeout_s,
                 max_memories=settings.max_memories_per_extraction,
+                categories=settings.categories,
             )
             extraction = result.extraction
             usage = (settings.llm_model, result.tokens_in, result.tokens_out, result.cost_usd)

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memlane.pipeline.categories import DEFAULT_CATEGORIES as CATEGORIES
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction import extract as extract_rules
 from memlane.pipeline.extraction.extract import MAX_ANSWER_CHARS
-from memlane.pipeline.records import CATEGORIES, ExtractedEpisode, ExtractedMemory, Extraction
+from memlane.pipeline.records import ExtractedEpisode, ExtractedMemory, Extraction
 from tests.defaults import MAX_MEMORIES
 
 # The settings' defaults, passed as memlane's callers pass the settings.

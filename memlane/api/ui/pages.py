@@ -17,7 +17,7 @@ from memlane.api.ui.render import page
 from memlane.api.ui.routing import UiRoute, Viewer
 from memlane.pipeline.errors import InvalidInputError
 from memlane.pipeline.ranking.scoring import STRATEGIES
-from memlane.pipeline.records import Category, MemoryStatus, Tier
+from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service.inspector import job_board, overview, playground, provenance, where_is
 from memlane.service.inspector.fates import INCLUDED
 from memlane.service.inspector.memory_table import SORTS, MemoryFilter, memory_rows
@@ -29,16 +29,20 @@ Text = Annotated[str, Query(max_length=500)]
 CHOICES = {
     "status": get_args(MemoryStatus),
     "tier": get_args(Tier),
-    "category": get_args(Category),
     "sort": SORTS,
     "strategy": STRATEGIES,
     "style": playground.STYLES,
 }
 
 
-def _choice(name: str, value: str) -> Any:
-    if value and value not in CHOICES[name]:
-        raise InvalidInputError(f"{name}: one of {', '.join(CHOICES[name])}")
+def _choices(lane: Lane) -> dict[str, tuple[str, ...]]:
+    """The closed choices, with the configured categories (MEMLANE_CATEGORIES)."""
+    return {**CHOICES, "category": tuple(lane.settings.categories)}
+
+
+def _choice(name: str, value: str, choices: dict[str, tuple[str, ...]] = CHOICES) -> Any:
+    if value and value not in choices[name]:
+        raise InvalidInputError(f"{name}: one of {', '.join(choices[name])}")
     return value or None
 
 
@@ -80,10 +84,11 @@ def user(
 ) -> Response:
     require_user(viewer, user_id)
     summary = overview.user_summary(lane.url, user_id)
+    choices = _choices(lane)
     wanted = MemoryFilter(
         status=_choice("status", status),
         tier=_choice("tier", tier),
-        category=_choice("category", category),
+        category=_choice("category", category, choices),
         text=text,
         since=_day("since", since),
         until=_day("until", until),
@@ -111,7 +116,7 @@ def user(
         rows=rows,
         scores=scores,
         wanted=wanted,
-        choices=CHOICES,
+        choices=choices,
         jobs=jobs,
     )
 
@@ -136,7 +141,8 @@ def memory(
         source=source,
         query=query,
         hit=hit,
-        categories=CHOICES["category"],
+        # a category since removed from the set is kept as it is (an edit may keep it)
+        categories=tuple(dict.fromkeys((*lane.settings.categories, found.category))),
     )
 
 

@@ -18,8 +18,9 @@ Each memory (a bad one is dropped with its reason in `dropped`, never silently):
 - not an object → dropped.
 - content: a string, trimmed and whitespace-collapsed; empty or over 1,000 characters
   → dropped.
-- category: trimmed, lower-cased; the plurals "preferences", "facts", "decisions",
-  "projects" map to their singular; anything else → dropped.
+- category: trimmed, lower-cased; one of the configured categories (`categories`, the
+  four defaults unless told) or its plural with an "s" ("facts" → "fact"); anything
+  else → dropped.
 - importance, confidence: a number, or a string holding one ("0.8"); clamped into [0, 1];
   a boolean, NaN, a missing value or any other text → dropped.
 - source_seq: kept when it is a non-negative integer, otherwise ignored.
@@ -34,16 +35,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
+from memlane.pipeline.categories import DEFAULT_CATEGORIES
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction.prompts import MAX_MEMORIES
 from memlane.pipeline.records import (
-    CATEGORIES,
-    Category,
     ExtractedEpisode,
     ExtractedMemory,
     Extraction,
@@ -56,7 +57,6 @@ MAX_TOPICS = 20
 # Each '{' tried costs one scan of the rest of the answer; bounding the tries keeps a
 # hostile answer (thousands of unclosed braces) linear in practice.
 _MAX_OBJECT_STARTS = 256
-_CATEGORY_NAMES: dict[str, Category] = {c: c for c in CATEGORIES} | {f"{c}s": c for c in CATEGORIES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ def _score(value: object) -> float | None:
     return min(1.0, max(0.0, number))
 
 
-def _memory(item: object, where: str) -> ExtractedMemory | str:
+def _memory(item: object, where: str, categories: Sequence[str]) -> ExtractedMemory | str:
     """The memory, or the reason it is dropped."""
     if not isinstance(item, dict):
         return f"{where}: not an object"
@@ -144,9 +144,9 @@ def _memory(item: object, where: str) -> ExtractedMemory | str:
         return f"{where}: content is {len(content):,} characters (at most {MAX_CONTENT_CHARS:,})"
     raw_category = item.get("category")
     key = raw_category.strip().lower() if isinstance(raw_category, str) else ""
-    category = _CATEGORY_NAMES.get(key)
-    if category is None:
-        return f"{where}: category {raw_category!r} is not one of {', '.join(CATEGORIES)}"
+    category = key if key in categories else key.removesuffix("s")
+    if category not in categories:
+        return f"{where}: category {raw_category!r} is not one of {', '.join(categories)}"
     scores: dict[str, float] = {}
     for name in ("importance", "confidence"):
         score = _score(item.get(name))
@@ -199,8 +199,11 @@ def _episode(value: object, raw: str, dropped: list[str]) -> ExtractedEpisode:
     return ExtractedEpisode(summary=summary, topics=topics, outcome=outcome or None)
 
 
-def parse_extraction(raw: str, *, max_memories: int) -> ParsedExtraction:
-    """The extractor's answer as a validated Extraction, plus what was dropped and why."""
+def parse_extraction(
+    raw: str, *, max_memories: int, categories: Sequence[str] = DEFAULT_CATEGORIES
+) -> ParsedExtraction:
+    """The extractor's answer as a validated Extraction, plus what was dropped and why.
+    `categories`: the configured set (MEMLANE_CATEGORIES) a memory's category must be in."""
     if not 0 <= max_memories <= MAX_MEMORIES:
         raise ValueError(f"max_memories must be between 0 and {MAX_MEMORIES}, not {max_memories}")
     if not isinstance(raw, str):
@@ -213,7 +216,7 @@ def parse_extraction(raw: str, *, max_memories: int) -> ParsedExtraction:
     episode = _episode(data.get("episode"), raw, dropped)
     kept: list[tuple[int, ExtractedMemory]] = []
     for index, item in enumerate(items):
-        memory = _memory(item, f"memories[{index}]")
+        memory = _memory(item, f"memories[{index}]", categories)
         if isinstance(memory, str):
             dropped.append(memory)
         else:

@@ -6,19 +6,40 @@ become entities, so no message can close its element or the fence, or open a fak
 The system message tells the model that instructions found inside the fence are to be
 ignored, and the user message repeats it right next to the data.
 
+The categories asked for are the configured set (MEMLANE_CATEGORIES), passed in: the
+answer's shape and the category rule list them, with a meaning for each default one.
+
 Messages with seq < window.new_from_seq were extracted by an earlier job: they are marked
 `part="context"` and the model is told to extract only from `part="new"` messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 from xml.sax.saxutils import escape
 
-from memlane.pipeline.records import CATEGORIES, ExtractionWindow, StoredMessage
+from memlane.pipeline.categories import DEFAULT_CATEGORIES
+from memlane.pipeline.records import ExtractionWindow, StoredMessage
 
 # The design's cap on memories per extraction (Extraction.memories has max_length 10).
 MAX_MEMORIES = 10
+
+# What the default categories mean; a configured category of another name is named alone.
+_CATEGORY_MEANINGS = {
+    "preference": "likes, dislikes, habits, style",
+    "fact": "about the user: name, place, job, family, pets, health, dates",
+    "decision": "a choice that was made",
+    "project": "ongoing work",
+}
+
+
+def _category_rule(categories: Sequence[str]) -> str:
+    return ", ".join(
+        f"{name} ({_CATEGORY_MEANINGS[name]})" if name in _CATEGORY_MEANINGS else name
+        for name in categories
+    )
+
 
 _SYSTEM_TEMPLATE = """\
 You extract long-term memories about a user from a chat transcript, for a memory service \
@@ -43,7 +64,7 @@ what they returned. Read them to understand the conversation; extract only what 
 user or the assistant said.
 
 Answer with exactly one JSON object and nothing else:
-{"memories": [{"content": "...", "category": "preference|fact|decision|project", \
+{"memories": [{"content": "...", "category": "@CATEGORY_NAMES@", \
 "importance": 0.0, "confidence": 0.0}], "episode": {"summary": "...", "topics": ["..."], \
 "outcome": "..." or null}}
 
@@ -52,8 +73,7 @@ Memories:
 nothing worth remembering.
 - One sentence each, in the third person, about the user: "User prefers TypeScript over \
 JavaScript." "User's dog is called Biscuit."
-- category: preference (likes, dislikes, habits, style), fact (about the user: name, place, \
-job, family, pets, health, dates), decision (a choice that was made), project (ongoing work).
+- category: one of @CATEGORY_RULE@.
 - importance from 0 to 1: 0.9 or more is critical (identity, health, hard constraints); \
 0.5 to 0.8 is useful; below 0.5 is minor.
 - confidence from 0 to 1: 1.0 when the user said it; 0.7 when it is inferred or only the \
@@ -100,12 +120,20 @@ def render_transcript(window: ExtractionWindow) -> str:
 
 
 def build_extraction_messages(
-    window: ExtractionWindow, *, max_memories: int
+    window: ExtractionWindow,
+    *,
+    max_memories: int,
+    categories: Sequence[str] = DEFAULT_CATEGORIES,
 ) -> list[dict[str, str]]:
-    """OpenAI-style chat messages (system, then user) asking for one extraction as JSON."""
+    """OpenAI-style chat messages (system, then user) asking for one extraction as JSON,
+    each memory in one of `categories` (the configured set)."""
     if not 0 <= max_memories <= MAX_MEMORIES:
         raise ValueError(f"max_memories must be between 0 and {MAX_MEMORIES}, not {max_memories}")
-    system = _SYSTEM_TEMPLATE.replace("@MAX@", str(max_memories))
+    system = (
+        _SYSTEM_TEMPLATE.replace("@MAX@", str(max_memories))
+        .replace("@CATEGORY_NAMES@", "|".join(categories))
+        .replace("@CATEGORY_RULE@", _category_rule(categories))
+    )
     user = _USER_TEMPLATE.replace("@NEW_FROM@", str(window.new_from_seq)).replace(
         "@MESSAGES@", render_transcript(window)
     )
@@ -114,42 +142,48 @@ def build_extraction_messages(
 
 _SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
 
-# Strict-mode compatible (every property required, no additional properties): pass
-# EXTRACTION_RESPONSE_FORMAT as `response_format`. parse_extraction does not rely on the
-# model honouring it; it checks every field itself.
-EXTRACTION_JSON_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "memories": {
-            "type": "array",
-            "maxItems": MAX_MEMORIES,
-            "items": {
+
+def extraction_json_schema(categories: Sequence[str] = DEFAULT_CATEGORIES) -> dict[str, Any]:
+    """The answer's JSON schema, its category an enum of the configured set.
+
+    Strict-mode compatible (every property required, no additional properties): pass
+    EXTRACTION_RESPONSE_FORMAT as `response_format`. parse_extraction does not rely on the
+    model honouring it; it checks every field itself."""
+    return {
+        "type": "object",
+        "properties": {
+            "memories": {
+                "type": "array",
+                "maxItems": MAX_MEMORIES,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "string"},
+                        "category": {"type": "string", "enum": list(categories)},
+                        "importance": _SCORE,
+                        "confidence": _SCORE,
+                    },
+                    "required": ["content", "category", "importance", "confidence"],
+                    "additionalProperties": False,
+                },
+            },
+            "episode": {
                 "type": "object",
                 "properties": {
-                    "content": {"type": "string"},
-                    "category": {"type": "string", "enum": list(CATEGORIES)},
-                    "importance": _SCORE,
-                    "confidence": _SCORE,
+                    "summary": {"type": "string"},
+                    "topics": {"type": "array", "items": {"type": "string"}},
+                    "outcome": {"type": ["string", "null"]},
                 },
-                "required": ["content", "category", "importance", "confidence"],
+                "required": ["summary", "topics", "outcome"],
                 "additionalProperties": False,
             },
         },
-        "episode": {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string"},
-                "topics": {"type": "array", "items": {"type": "string"}},
-                "outcome": {"type": ["string", "null"]},
-            },
-            "required": ["summary", "topics", "outcome"],
-            "additionalProperties": False,
-        },
-    },
-    "required": ["memories", "episode"],
-    "additionalProperties": False,
-}
+        "required": ["memories", "episode"],
+        "additionalProperties": False,
+    }
 
+
+EXTRACTION_JSON_SCHEMA = extraction_json_schema()  # of the default categories
 EXTRACTION_RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",
     "json_schema": {"name": "memlane_extraction", "strict": True, "schema": EXTRACTION_JSON_SCHEMA},

@@ -24,6 +24,8 @@ Memories, from the window's NEW messages only (seq >= new_from_seq), in seq orde
    assistant. source_seq: the message's seq.
 5. the same sentence found twice (case-insensitively) is kept once, the first time.
 6. over max_memories: the most important are kept (ties: earlier first), in seq order.
+7. a category the rules give but MEMLANE_CATEGORIES does not hold becomes the first
+   configured category (pipeline.categories.fit_category).
 
 Episode:
 - topics: up to 5 words of the NEW messages (user and assistant, code removed), without
@@ -41,6 +43,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memlane.pipeline.categories import DEFAULT_CATEGORIES, fit_category
 from memlane.pipeline.dedup.keywords import STOPWORDS, tokens
 from memlane.pipeline.extraction.chat_formats import without_tool_segments
 from memlane.pipeline.extraction.offline import languages
@@ -241,14 +244,25 @@ def _spoken(messages: Sequence[StoredMessage]) -> list[StoredMessage]:
     return spoken
 
 
-def extract_offline(window: ExtractionWindow, *, max_memories: int) -> Extraction:
-    """Memories and an episode from the window's NEW messages, by the documented rules."""
+def extract_offline(
+    window: ExtractionWindow,
+    *,
+    max_memories: int,
+    categories: Sequence[str] = DEFAULT_CATEGORIES,
+) -> Extraction:
+    """Memories and an episode from the window's NEW messages, by the documented rules.
+    The rules' categories (the four defaults) are fitted to `categories`, the configured
+    set: kept when configured, else the first configured one (pipeline.categories)."""
     if not 0 <= max_memories <= MAX_MEMORIES:
         raise ValueError(f"max_memories must be between 0 and {MAX_MEMORIES}, not {max_memories}")
     new = _spoken([m for m in window.messages if m.seq >= window.new_from_seq])
     found = find_memories(new)
     decisions = [memory.content for memory in found if memory.category == "decision"]
+    fitted = [
+        memory.model_copy(update={"category": fit_category(memory.category, categories)})
+        for memory in found
+    ]
     return Extraction(
-        memories=cap_memories(found, max_memories),
+        memories=cap_memories(fitted, max_memories),
         episode=summarise(new, outcome=decisions[-1] if decisions else None),
     )
