@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from alembic.util import CommandError
 from sqlalchemy import text
 
 from memlane.models import migrate
@@ -183,17 +184,24 @@ def pg_url(database: str) -> str:
 
 def pg_database(database: str, *, fresh: bool = False) -> str:
     """A migrated PostgreSQL database of that name (created, or dropped and re-created
-    when `fresh`); returns its SQLAlchemy URL."""
+    when `fresh`, or when it is at a revision this checkout does not know: a bench
+    database left by another branch's code); returns its SQLAlchemy URL."""
     database += DB_SUFFIX
+    url = pg_url(database)
     with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
         query = "SELECT 1 FROM pg_database WHERE datname = %s"
         exists = conn.execute(query, (database,)).fetchone() is not None
-        if exists and fresh:
+        if exists and not fresh:
+            try:
+                migrate.upgrade(url)
+                return url
+            except CommandError as unknown:
+                print(f"{database}: {unknown}; made again", file=sys.stderr)
+            finally:
+                get_engine(url).dispose()
+        if exists:
             conn.execute(f'DROP DATABASE "{database}" WITH (FORCE)')
-            exists = False
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{database}"')
-    url = pg_url(database)
+        conn.execute(f'CREATE DATABASE "{database}"')
     migrate.upgrade(url)
     return url
 

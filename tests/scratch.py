@@ -93,4 +93,7 @@ def export_to_benchmarks() -> None:
     database and name their scratch databases with its suffix."""
     own = scratch()
     os.environ["MEMLANE_BENCH_REDIS_URL"] = own.redis_url
-    os.environ["MEMLANE_BENCH_DB_SUFFIX"] = own.suffix
+    # Another base name (MEMLANE_TEST_PG_DB: another checkout's run) names its
+    # benchmarks' databases too, or two runs in the same slot would share them.
+    base = "" if BASE_DB == "memlane_test" else f"_{BASE_DB.removeprefix('memlane_')}"
+    os.environ["MEMLANE_BENCH_DB_SUFFIX"] = base + own.suffix

@@ -70,7 +70,12 @@ def upgrade() -> None:
     op.add_column("memories", sa.Column("language", sa.String(length=16), nullable=True))
     op.add_column("messages", sa.Column("language", sa.String(length=16), nullable=True))
     bind = op.get_bind()
-    with Progress(console=Console(stderr=True), transient=False) as progress:
+    # A new store (the embedded default's first run) has no row to count: no bar.
+    rows = sum(
+        bind.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+        for table in (_memories, _messages)
+    )
+    with Progress(console=Console(stderr=True), transient=False, disable=rows == 0) as progress:
         rekeyed_users = _rekey_memories(bind, progress)
         _detect_messages(bind, progress)
     for user_id in sorted(rekeyed_users):
