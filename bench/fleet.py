@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -106,14 +108,25 @@ def running_fleet(
     beat: bool = False,
     extract_concurrency: int = 8,
 ) -> Iterator[Fleet]:
-    """The fleet on `settings` (Settings field names → values), stopped at the end."""
+    """The fleet on `settings` (Settings field names → values), stopped at the end, also
+    when the bench is sent SIGTERM (a test's timeout): the workers run in sessions of
+    their own, so without it they would outlive the bench and go on taking the tasks of
+    whoever uses that Redis database next."""
     env = env_for_children(**fleet_env(db_url, broker_url, **settings))
     fleet = Fleet(env, log_dir, extract_concurrency=extract_concurrency)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _exit_on_term) if main else None
     try:
         fleet.start_all(beat=beat)
         yield fleet
     finally:
         fleet.stop()
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_term(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def cpu_seconds(pids: list[int], threads: list[int] | None = None) -> float:

@@ -32,6 +32,31 @@ def stop_group(proc: subprocess.Popen[Any], grace_s: float = 20.0) -> None:
             proc.wait(timeout=30)
 
 
+def run_bench(args: list[str], *, env: Mapping[str, str], timeout: float) -> Any:
+    """`python -m <args>` (a bench or drill) to its end, its output captured. Past
+    `timeout` it is sent SIGTERM, so it stops the fleet it started (bench.fleet), and
+    the test fails: a SIGKILL (subprocess.run's) would leave its workers running."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        raise AssertionError(f"{args} still running after {timeout} s:\n{err[-3000:]}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 class CeleryProcess:
     """One `celery -A memlane.workers.app …` command in a process group of its own, its output
     in a log file under `log_dir`."""

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from bench.common import ROOT
+from tests.integration.fleet import run_bench
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -43,14 +41,7 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
     env["MEMLANE_EMBEDDING_MODEL"] = "hashing"
     # ingest's CPU accounting runs too: its table is the one answer to "where did it go"
     extra = ["--cpu-accounting"] if bench == "ingest" else []
-    done = subprocess.run(
-        [sys.executable, "-m", f"bench.{bench}", "--size", "tiny", *extra],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
+    done = run_bench([f"bench.{bench}", "--size", "tiny", *extra], env=env, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     results = [r for r in rows if "goal" not in r and r["bench"] == bench]

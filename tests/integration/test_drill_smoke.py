@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-from bench.common import DB_SUFFIX, ROOT
+from bench.common import DB_SUFFIX
+from tests.integration.fleet import run_bench
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -50,14 +50,7 @@ def test_the_drill_passes_at_a_tiny_size(drill: str, redis_url: str) -> None:
     # every process it starts (minilm's costs are measured in the README)
     env["MEMLANE_EMBEDDING_MODEL"] = "hashing"
     env["MEMLANE_BENCH_REDIS_URL"] = redis_url  # this checkout's Redis database
-    done = subprocess.run(
-        [sys.executable, "-m", f"bench.drills.{drill}", *ARGS[drill]],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
+    done = run_bench([f"bench.drills.{drill}", *ARGS[drill]], env=env, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     checks = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert checks and all(row["bench"] == f"drill {drill}" for row in checks)
