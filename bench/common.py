@@ -207,11 +207,20 @@ def pg_database(database: str, *, fresh: bool = False) -> str:
 
 
 def sqlite_database(path: Path, *, fresh: bool = False) -> str:
+    """A migrated SQLite file, made again when `fresh` or at a revision this checkout
+    does not know (as pg_database)."""
     path = path.with_name(path.stem + DB_SUFFIX + path.suffix)
-    if fresh:
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
     url = f"sqlite:///{path}"
+    if not fresh and path.exists():
+        try:
+            migrate.upgrade(url)
+            return url
+        except CommandError as unknown:
+            print(f"{path}: {unknown}; made again", file=sys.stderr)
+        finally:
+            get_engine(url).dispose()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
     migrate.upgrade(url)
     return url
 

@@ -34,3 +34,4 @@ ASSEMBLY: dict[str, Any] = {
     "memory_share": MEMORY_SHARE,
     "relevance_floor": RELEVANCE_FLOOR,
 }
+CATEGORIES: tuple[str, ...] = tuple(default("categories"))

@@ -74,7 +74,7 @@ def search(
         relevance_floor=s.relevance_floor,
         filters=SearchFilters(
             limit=request.limit,
-            categories=(request.category,) if request.category else (),
+            in_categories=(request.category,) if request.category else (),
             tiers=(request.tier,) if request.tier else (),
             min_score=request.min_score,
             since=request.since,

@@ -189,7 +189,7 @@ def _warm_llm(settings: Settings) -> None:
     litellm = load_litellm()
     response = litellm.completion(
         model=model,
-        messages=build_extraction_messages(window, max_memories=1),
+        messages=build_extraction_messages(window, max_memories=1, categories=settings.categories),
         api_base=settings.llm_api_base,
         api_key=key,
         client=openai_client(model, settings.llm_api_base, key),
@@ -201,4 +201,4 @@ def _warm_llm(settings: Settings) -> None:
         mock_response=answer,
     )
     _cost(litellm, response)
-    parse_extraction(answer, max_memories=1)
+    parse_extraction(answer, max_memories=1, categories=settings.categories)

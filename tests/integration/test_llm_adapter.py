@@ -22,6 +22,7 @@ from memlane.pipeline.records import (
 from memlane.workers.embedders import LiteLLMEmbedder
 from memlane.workers.errors import PermanentProviderError, TransientProviderError
 from memlane.workers.llm import call_extraction_llm, load_litellm, openai_client
+from tests.defaults import CATEGORIES
 from tests.llm_stub import LLMStub, malformed, ok, status, stub_vector, timeout
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -113,7 +114,9 @@ def test_the_request_carries_the_prompt_the_transcript_and_strict_json_settings(
     call(stub, window)
 
     (sent,) = stub.requests
-    assert sent["messages"] == build_extraction_messages(window, max_memories=10)
+    assert sent["messages"] == build_extraction_messages(
+        window, max_memories=10, categories=CATEGORIES
+    )
     assert sent["messages"][0]["role"] == "system"
     user = sent["messages"][1]["content"]
     fenced = user[user.index("<transcript>") : user.index("</transcript>")]

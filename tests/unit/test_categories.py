@@ -16,6 +16,7 @@ from memlane.pipeline.extraction.extract import parse_extraction
 from memlane.pipeline.extraction.offline.extractor import extract_offline
 from memlane.pipeline.extraction.prompts import build_extraction_messages, extraction_json_schema
 from memlane.pipeline.records import ExtractionWindow, MemoryRecord, StoredMessage
+from tests.defaults import CATEGORIES
 
 parse_categories = config_categories.parse_categories
 AT = datetime(2026, 3, 1, tzinfo=UTC)
@@ -87,7 +88,9 @@ def test_the_prompt_and_the_schema_list_the_configured_set() -> None:
     assert '"category": "fact|hobby"' in system
     assert "one of fact (about the user: name" in system and ", hobby." in system
     assert "preference" not in system.split("Memories:")[1].split("importance from")[0]
-    default = build_extraction_messages(window("hi"), max_memories=3)[0]["content"]
+    default = build_extraction_messages(window("hi"), max_memories=3, categories=CATEGORIES)[0][
+        "content"
+    ]
     assert '"category": "preference|fact|decision|project"' in default
     schema = extraction_json_schema(("fact", "hobby"))
     item = schema["properties"]["memories"]["items"]
@@ -98,7 +101,7 @@ def test_the_prompt_and_the_schema_list_the_configured_set() -> None:
     }
     jsonschema.validate(answer, schema)
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(answer, extraction_json_schema())
+        jsonschema.validate(answer, extraction_json_schema(CATEGORIES))
 
 
 def test_an_answer_is_read_against_the_configured_set() -> None:
@@ -113,13 +116,15 @@ def test_an_answer_is_read_against_the_configured_set() -> None:
         ("Plays chess.", "hobby")
     ]
     assert parsed.dropped == ["memories[1]: category 'preference' is not one of fact, hobby"]
-    by_default = parse_extraction(raw, max_memories=10)
+    by_default = parse_extraction(raw, max_memories=10, categories=CATEGORIES)
     assert [m.category for m in by_default.extraction.memories] == ["preference"]
 
 
 def test_the_offline_extractor_fits_its_categories_to_the_set() -> None:
     said = window("I love green tea.", "I live in Lisbon.")
-    assert [m.category for m in extract_offline(said, max_memories=10).memories] == [
+    assert [
+        m.category for m in extract_offline(said, max_memories=10, categories=CATEGORIES).memories
+    ] == [
         "preference",
         "fact",
     ]

@@ -17,7 +17,7 @@ from memlane.pipeline.extraction import prompts as prompts_rules
 from memlane.pipeline.extraction.chat_formats import read_message, without_tool_segments
 from memlane.pipeline.extraction.offline import extractor as offline_extractor_rules
 from memlane.pipeline.records import ExtractionWindow, StoredMessage
-from tests.defaults import MAX_MEMORIES
+from tests.defaults import CATEGORIES, MAX_MEMORIES
 
 # The settings' defaults, passed as memlane's callers pass the settings.
 extract_offline = partial(offline_extractor_rules.extract_offline, max_memories=MAX_MEMORIES)
@@ -76,14 +76,19 @@ def test_an_anthropic_tool_conversation_is_read_as_it_is() -> None:
 @pytest.mark.parametrize("payload", [OPENAI, ANTHROPIC], ids=["openai", "anthropic"])
 def test_the_offline_extractor_never_reads_tool_results_as_the_user(payload: Any) -> None:
     found = [
-        m.content for m in extract_offline(window(TranscriptIn.model_validate(payload))).memories
+        m.content
+        for m in extract_offline(
+            window(TranscriptIn.model_validate(payload)), categories=CATEGORIES
+        ).memories
     ]
     assert "User lives in Porto." in found and "User is vegetarian." in found
     assert not [m for m in found if "Madrid" in m or "aisle" in m or "peanut" in m]
 
 
 def test_the_prompt_marks_tool_activity() -> None:
-    system, user = build_extraction_messages(window(TranscriptIn.model_validate(OPENAI)))
+    system, user = build_extraction_messages(
+        window(TranscriptIn.model_validate(OPENAI)), categories=CATEGORIES
+    )
     assert 'role="tool"' in system["content"] and "never a source of memories" in system["content"]
     assert (
         '<message seq="4" role="tool" part="new">&lt;tool_result id="call_Qx2"&gt;'
@@ -192,7 +197,7 @@ def test_tool_looking_text_a_user_typed_stays_their_words() -> None:
     message = said.messages[0]
     assert message.role == "user"
     assert "I'm allergic to shellfish" in without_tool_segments(message.content)
-    found = [m.content for m in extract_offline(window(said)).memories]
+    found = [m.content for m in extract_offline(window(said), categories=CATEGORIES).memories]
     assert any("allergic to shellfish" in m for m in found), found
     # also as a text part, and inside an assistant message beside a real tool call
     part = transcript({"role": "user", "content": [{"type": "text", "text": LITERAL}]})

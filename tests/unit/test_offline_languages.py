@@ -12,7 +12,7 @@ import pytest
 from memlane.pipeline.dedup.keywords import keywords, language_of, polarity
 from memlane.pipeline.extraction.offline import extractor
 from memlane.pipeline.records import ExtractionWindow, Role, StoredMessage
-from tests.defaults import MAX_MEMORIES
+from tests.defaults import CATEGORIES, MAX_MEMORIES
 
 extract_offline = partial(extractor.extract_offline, max_memories=MAX_MEMORIES)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -21,7 +21,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def said(text: str, role: Role = "user") -> list[tuple[str, str]]:
     message = StoredMessage(conversation_id="c", seq=0, role=role, content=text, created_at=T0)
     window = ExtractionWindow(conversation_id="c", user_id="u", messages=[message], new_from_seq=0)
-    return [(m.content, m.category) for m in extract_offline(window).memories]
+    return [
+        (m.content, m.category) for m in extract_offline(window, categories=CATEGORIES).memories
+    ]
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memlane.pipeline.categories import DEFAULT_CATEGORIES as CATEGORIES
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction import extract as extract_rules
 from memlane.pipeline.extraction.extract import MAX_ANSWER_CHARS
 from memlane.pipeline.records import ExtractedEpisode, ExtractedMemory, Extraction
-from tests.defaults import MAX_MEMORIES
+from tests.defaults import CATEGORIES, MAX_MEMORIES
 
 # The settings' defaults, passed as memlane's callers pass the settings.
 parse_extraction = partial(extract_rules.parse_extraction, max_memories=MAX_MEMORIES)
@@ -41,7 +40,7 @@ VALID = answer(memory(), memory("User's name is Maya.", category="fact", importa
 
 
 def test_plain_json_gives_the_memories_and_the_episode():
-    parsed = parse_extraction(VALID)
+    parsed = parse_extraction(VALID, categories=CATEGORIES)
     assert parsed.dropped == []
     assert parsed.extraction == Extraction(
         memories=[
@@ -72,7 +71,10 @@ def test_plain_json_gives_the_memories_and_the_episode():
     ],
 )
 def test_the_json_object_is_recovered_from_fences_and_prose(wrapped):
-    assert parse_extraction(wrapped).extraction == parse_extraction(VALID).extraction
+    assert (
+        parse_extraction(wrapped, categories=CATEGORIES).extraction
+        == parse_extraction(VALID, categories=CATEGORIES).extraction
+    )
 
 
 @pytest.mark.parametrize(
@@ -101,7 +103,7 @@ def test_the_json_object_is_recovered_from_fences_and_prose(wrapped):
 )
 def test_an_unusable_answer_raises_with_the_raw_text(raw, reason):
     with pytest.raises(ExtractionError, match=reason) as caught:
-        parse_extraction(raw)
+        parse_extraction(raw, categories=CATEGORIES)
     assert caught.value.raw == raw
 
 
@@ -118,7 +120,7 @@ def test_an_unusable_answer_raises_with_the_raw_text(raw, reason):
     ],
 )
 def test_scores_are_clamped_and_numeric_strings_accepted(field, given, kept):
-    parsed = parse_extraction(answer(memory(**{field: given})))
+    parsed = parse_extraction(answer(memory(**{field: given})), categories=CATEGORIES)
     assert getattr(parsed.extraction.memories[0], field) == kept
     assert parsed.dropped == []
 
@@ -138,7 +140,9 @@ def test_scores_are_clamped_and_numeric_strings_accepted(field, given, kept):
     ],
 )
 def test_a_bad_memory_is_dropped_with_its_reason(fields, reason):
-    parsed = parse_extraction(answer(memory("User likes tea.", category="fact"), memory(**fields)))
+    parsed = parse_extraction(
+        answer(memory("User likes tea.", category="fact"), memory(**fields)), categories=CATEGORIES
+    )
     assert [m.content for m in parsed.extraction.memories] == ["User likes tea."]
     assert len(parsed.dropped) == 1
     assert parsed.dropped[0].startswith("memories[1]: ")
@@ -150,13 +154,13 @@ def test_nan_importance_is_dropped():
         '{"memories": [{"content": "c", "category": "fact", "importance": NaN,'
         ' "confidence": 1}], "episode": {"summary": "s"}}'
     )
-    parsed = parse_extraction(raw)
+    parsed = parse_extraction(raw, categories=CATEGORIES)
     assert parsed.extraction.memories == []
     assert parsed.dropped == ["memories[0]: importance nan is not a number"]
 
 
 def test_a_memory_that_is_not_an_object_is_dropped():
-    parsed = parse_extraction(answer("User likes tea.", memory()))
+    parsed = parse_extraction(answer("User likes tea.", memory()), categories=CATEGORIES)
     assert len(parsed.extraction.memories) == 1
     assert parsed.dropped == ["memories[0]: not an object"]
 
@@ -171,24 +175,27 @@ def test_a_memory_that_is_not_an_object_is_dropped():
     ],
 )
 def test_category_case_and_plurals_are_accepted(given, kept):
-    parsed = parse_extraction(answer(memory(category=given)))
+    parsed = parse_extraction(answer(memory(category=given)), categories=CATEGORIES)
     assert parsed.extraction.memories[0].category == kept
 
 
 def test_content_is_trimmed_and_whitespace_collapsed():
-    parsed = parse_extraction(answer(memory("  User   prefers\n\ttabs.  ")))
+    parsed = parse_extraction(answer(memory("  User   prefers\n\ttabs.  ")), categories=CATEGORIES)
     assert parsed.extraction.memories[0].content == "User prefers tabs."
 
 
 def test_source_seq_is_kept_only_when_a_non_negative_integer():
     parsed = parse_extraction(
-        answer(memory(source_seq=4), memory("b", source_seq=-1), memory("c", source_seq="4"))
+        answer(memory(source_seq=4), memory("b", source_seq=-1), memory("c", source_seq="4")),
+        categories=CATEGORIES,
     )
     assert [m.source_seq for m in parsed.extraction.memories] == [4, None, None]
 
 
 def test_when_every_memory_is_dropped_the_result_is_empty_but_says_why():
-    parsed = parse_extraction(answer(memory(category="mood"), memory(importance="lots")))
+    parsed = parse_extraction(
+        answer(memory(category="mood"), memory(importance="lots")), categories=CATEGORIES
+    )
     assert parsed.extraction.memories == []
     assert len(parsed.dropped) == 2
 
@@ -196,7 +203,7 @@ def test_when_every_memory_is_dropped_the_result_is_empty_but_says_why():
 def test_over_the_cap_the_most_important_are_kept_in_their_original_order():
     importances = [0.5, 0.9, 0.3, 0.9, 0.7, 0.5, 0.1, 0.8, 0.6, 0.5, 0.95, 0.2]
     raw = answer(*(memory(f"m{i}", importance=imp) for i, imp in enumerate(importances)))
-    parsed = parse_extraction(raw)
+    parsed = parse_extraction(raw, categories=CATEGORIES)
     # dropped: 0.1 (m6) and 0.2 (m11); the three 0.5s all fit
     assert [m.content for m in parsed.extraction.memories] == [
         "m0",
@@ -220,20 +227,20 @@ def test_ties_at_the_cap_keep_the_earlier_memory():
     raw = answer(
         memory("a", importance=0.5), memory("b", importance=0.9), memory("c", importance=0.5)
     )
-    parsed = parse_extraction(raw, max_memories=2)
+    parsed = parse_extraction(raw, max_memories=2, categories=CATEGORIES)
     assert [m.content for m in parsed.extraction.memories] == ["a", "b"]
     assert parsed.dropped == ["memories[2]: over the cap of 2 (importance 0.5)"]
 
 
 def test_max_memories_zero_keeps_none_and_says_so():
-    parsed = parse_extraction(VALID, max_memories=0)
+    parsed = parse_extraction(VALID, max_memories=0, categories=CATEGORIES)
     assert parsed.extraction.memories == []
     assert len(parsed.dropped) == 2
 
 
 def test_max_memories_above_the_design_cap_is_refused():
     with pytest.raises(ValueError, match="max_memories"):
-        parse_extraction(VALID, max_memories=11)
+        parse_extraction(VALID, max_memories=11, categories=CATEGORIES)
 
 
 def test_episode_topics_are_cleaned_and_outcome_blank_is_none():
@@ -242,7 +249,7 @@ def test_episode_topics_are_cleaned_and_outcome_blank_is_none():
         "topics": [" Auth0 ", "auth0", "", "jwt"],
         "outcome": "  ",
     }
-    parsed = parse_extraction(answer(episode=episode))
+    parsed = parse_extraction(answer(episode=episode), categories=CATEGORIES)
     assert parsed.extraction.episode == ExtractedEpisode(
         summary="Auth work", topics=["Auth0", "jwt"], outcome=None
     )
@@ -250,7 +257,7 @@ def test_episode_topics_are_cleaned_and_outcome_blank_is_none():
 
 def test_more_than_20_topics_keeps_the_first_20_and_says_so():
     episode = {"summary": "s", "topics": [f"t{i}" for i in range(23)], "outcome": "done"}
-    parsed = parse_extraction(answer(episode=episode))
+    parsed = parse_extraction(answer(episode=episode), categories=CATEGORIES)
     assert parsed.extraction.episode.topics == [f"t{i}" for i in range(20)]
     assert parsed.extraction.episode.outcome == "done"
     assert parsed.dropped == ["episode.topics: 3 over the cap of 20"]
@@ -260,7 +267,7 @@ def test_more_than_20_topics_keeps_the_first_20_and_says_so():
 @given(st.text(max_size=400))
 def test_arbitrary_text_either_parses_or_raises_extraction_error(raw):
     try:
-        parsed = parse_extraction(raw)
+        parsed = parse_extraction(raw, categories=CATEGORIES)
     except ExtractionError as error:
         assert error.raw == raw
     else:
@@ -299,7 +306,7 @@ json_values = st.recursive(
 def test_arbitrary_json_in_prose_either_parses_or_raises_extraction_error(value, before, after):
     raw = f"{before}{json.dumps(value)}{after}"
     try:
-        parse_extraction(raw)
+        parse_extraction(raw, categories=CATEGORIES)
     except ExtractionError as error:
         assert error.raw == raw
 
@@ -330,6 +337,6 @@ extractions = st.builds(
 @given(extractions, st.sampled_from(["{}", "```json\n{}\n```", "Here you go: {} Thanks!"]))
 def test_a_valid_extraction_round_trips_through_any_wrapping(extraction, wrapping):
     raw = wrapping.replace("{}", extraction.model_dump_json())
-    parsed = parse_extraction(raw)
+    parsed = parse_extraction(raw, categories=CATEGORIES)
     assert parsed.extraction == extraction
     assert parsed.dropped == []

@@ -66,7 +66,7 @@ def test_what_the_assembler_would_never_show_is_never_found() -> None:
 
 
 def test_filters_and_limit() -> None:
-    assert found(categories=("preference",)) == ["m3"]
+    assert found(in_categories=("preference",)) == ["m3"]
     assert found(tiers=("verified",)) == ["m5"]
     assert found(since=days_ago(2)) == ["m2", "m5"]
     assert found(limit=2) == found()[:2]

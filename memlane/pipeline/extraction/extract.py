@@ -41,7 +41,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memlane.pipeline.categories import DEFAULT_CATEGORIES
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction.prompts import MAX_MEMORIES
 from memlane.pipeline.records import (
@@ -199,9 +198,7 @@ def _episode(value: object, raw: str, dropped: list[str]) -> ExtractedEpisode:
     return ExtractedEpisode(summary=summary, topics=topics, outcome=outcome or None)
 
 
-def parse_extraction(
-    raw: str, *, max_memories: int, categories: Sequence[str] = DEFAULT_CATEGORIES
-) -> ParsedExtraction:
+def parse_extraction(raw: str, *, max_memories: int, categories: Sequence[str]) -> ParsedExtraction:
     """The extractor's answer as a validated Extraction, plus what was dropped and why.
     `categories`: the configured set (MEMLANE_CATEGORIES) a memory's category must be in."""
     if not 0 <= max_memories <= MAX_MEMORIES:

@@ -123,7 +123,7 @@ def build_extraction_messages(
     window: ExtractionWindow,
     *,
     max_memories: int,
-    categories: Sequence[str] = DEFAULT_CATEGORIES,
+    categories: Sequence[str],
 ) -> list[dict[str, str]]:
     """OpenAI-style chat messages (system, then user) asking for one extraction as JSON,
     each memory in one of `categories` (the configured set)."""
@@ -143,7 +143,7 @@ def build_extraction_messages(
 _SCORE: dict[str, Any] = {"type": "number", "minimum": 0, "maximum": 1}
 
 
-def extraction_json_schema(categories: Sequence[str] = DEFAULT_CATEGORIES) -> dict[str, Any]:
+def extraction_json_schema(categories: Sequence[str]) -> dict[str, Any]:
     """The answer's JSON schema, its category an enum of the configured set.
 
     Strict-mode compatible (every property required, no additional properties): pass
@@ -183,7 +183,7 @@ def extraction_json_schema(categories: Sequence[str] = DEFAULT_CATEGORIES) -> di
     }
 
 
-EXTRACTION_JSON_SCHEMA = extraction_json_schema()  # of the default categories
+EXTRACTION_JSON_SCHEMA = extraction_json_schema(DEFAULT_CATEGORIES)  # of the default categories
 EXTRACTION_RESPONSE_FORMAT: dict[str, Any] = {
     "type": "json_schema",
     "json_schema": {"name": "memlane_extraction", "strict": True, "schema": EXTRACTION_JSON_SCHEMA},

@@ -32,7 +32,7 @@ from memlane.pipeline.records import Category, MemoryRecord, Tier
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
     limit: int = 10
-    categories: Collection[Category] = ()
+    in_categories: Collection[Category] = ()  # empty: any (a filter, not the setting)
     tiers: Collection[Tier] = ()
     min_score: float = 0.0
     since: datetime | None = None
@@ -97,7 +97,7 @@ def search_memories(
     found = [
         r
         for r in ranked
-        if (not filters.categories or r.memory.category in filters.categories)
+        if (not filters.in_categories or r.memory.category in filters.in_categories)
         and (not filters.tiers or r.memory.tier in filters.tiers)
         and r.breakdown.composite >= filters.min_score
         and (filters.since is None or r.memory.confirmed_at >= filters.since)

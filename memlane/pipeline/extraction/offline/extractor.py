@@ -43,7 +43,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memlane.pipeline.categories import DEFAULT_CATEGORIES, fit_category
+from memlane.pipeline.categories import fit_category
 from memlane.pipeline.dedup.keywords import STOPWORDS, tokens
 from memlane.pipeline.extraction.chat_formats import without_tool_segments
 from memlane.pipeline.extraction.offline import languages
@@ -248,7 +248,7 @@ def extract_offline(
     window: ExtractionWindow,
     *,
     max_memories: int,
-    categories: Sequence[str] = DEFAULT_CATEGORIES,
+    categories: Sequence[str],
 ) -> Extraction:
     """Memories and an episode from the window's NEW messages, by the documented rules.
     The rules' categories (the four defaults) are fitted to `categories`, the configured
