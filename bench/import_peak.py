@@ -31,7 +31,9 @@ finally:
 DIM, MODEL = 256, "hashing"  # the hashing embedder's (no vector is computed again)
 
 
-def write_export(path: Path, memories: int) -> None:
+def write_export(path: Path, memories: int, dim: int = DIM, model: str = MODEL) -> None:
+    """An export of `memories` memories, each with its `created` event and a vector of
+    the importing deployment's embedder (`dim`, `model`: so none is computed again)."""
     header = {"kind": "memlane-export", "version": 1, "user_id": "big", "messages": False}
     at = "2025-01-01T00:00:00+00:00"
     with path.open("w") as out:
@@ -44,9 +46,9 @@ def write_export(path: Path, memories: int) -> None:
                 "importance": 0.5,
                 "confidence": 0.9,
                 "keywords": ["notebook", f"n{n}", f"drawer{n % 97}"],
-                "embedding": [((n * 7 + i) % 101) / 101 for i in range(DIM)],
-                "embedding_model": MODEL,
-                "embedding_dim": DIM,
+                "embedding": [((n * 7 + i) % 101) / 101 for i in range(dim)],
+                "embedding_model": model,
+                "embedding_dim": dim,
                 "created_at": at,
                 "confirmed_at": at,
                 "accessed_at": at,

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from bench.import_peak import PEAK, write_export
 from memlane.api.app import create_app
 from memlane.client import Client
 from memlane.client.errors import InvalidRequest
@@ -458,46 +459,9 @@ def test_the_cli_and_the_api_refuse_a_duplicating_edit(pg: str) -> None:
 
 # --------------------------------------------------------------------------- case 7
 
-# VmHWM, this process image's own peak: getrusage's ru_maxrss carries the peak of the
-# process it was forked from across exec (Linux keeps it in the signal struct), so it
-# reported the pytest worker's size once that had grown past the import's.
-PEAK = """import re, runpy, sys
-sys.argv = ["memlane", *sys.argv[1:]]
-try:
-    runpy.run_module("memlane.cli.app", run_name="__main__")
-finally:
-    with open("/proc/self/status") as status:
-        kb = int(re.search(r"VmHWM:\\s+(\\d+) kB", status.read()).group(1))
-    print(f"peak {kb // 1024} MB", file=sys.stderr)
-"""
-
-
-def big_export(path: Path, memories: int, dim: int, model: str) -> None:
-    """An export of `memories` memories, each with its `created` event and a vector of
-    this deployment's embedder (so none is computed again)."""
-    header = {"kind": "memlane-export", "version": 1, "user_id": "big", "messages": False}
-    at = "2025-01-01T00:00:00+00:00"
-    with path.open("w") as out:
-        out.write(json.dumps(header) + "\n")
-        for n in range(memories):
-            row = {
-                "id": f"mem_{n:024x}",
-                "content": f"User keeps notebook number {n} in drawer {n % 97}.",
-                "category": "fact",
-                "importance": 0.5,
-                "confidence": 0.9,
-                "keywords": ["notebook", f"n{n}", f"drawer{n % 97}"],
-                "embedding": [((n * 7 + i) % 101) / 101 for i in range(dim)],
-                "embedding_model": model,
-                "embedding_dim": dim,
-                "created_at": at,
-                "confirmed_at": at,
-                "accessed_at": at,
-                "ref": n + 1,
-            }
-            event = {"memory_id": row["id"], "kind": "created", "actor": "cli", "at": at}
-            out.write(json.dumps({"kind": "memories", "row": row}) + "\n")
-            out.write(json.dumps({"kind": "memory_events", "row": event}) + "\n")
+# The child's peak is its VmHWM (bench.import_peak.PEAK): getrusage's ru_maxrss carries
+# the peak of the process it was forked from across exec (Linux keeps it in the signal
+# struct), so it reported the pytest worker's size once that had grown past the import's.
 
 
 def import_peak(url: str, dump: Path) -> tuple[int, str]:
@@ -522,7 +486,7 @@ def test_a_large_import_stays_in_bounded_memory(sqlite_url: str, tmp_path: Path)
     peaks = {}
     for memories in (10_000, 20_000):
         dump = tmp_path / f"big-{memories}.jsonl"
-        big_export(dump, memories, dim, model)
+        write_export(dump, memories, dim, model)
         url = f"sqlite:///{tmp_path / f'store-{memories}.db'}"
         migrate.upgrade(url)
         peaks[memories], said = import_peak(url, dump)
