@@ -1,14 +1,17 @@
 """Real services for integration tests: a PostgreSQL database migrated once per session and
-emptied between tests, a SQLite file per test, and Redis."""
+emptied between tests, a SQLite file per test (a copy of one migrated once per session),
+and Redis."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 import redis
+from alembic.util.exc import CommandError
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -26,13 +29,15 @@ PG_URL = scratch.scratch().pg_url
 REDIS_URL = scratch.scratch().redis_url
 
 
-def _ensure_database() -> None:
+def _ensure_database(*, again: bool = False) -> None:
     try:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
             exists = conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", (PG_DB,)
             ).fetchone()
-            if not exists:
+            if exists and again:
+                conn.execute(f'DROP DATABASE "{PG_DB}" WITH (FORCE)')
+            if not exists or again:
                 conn.execute(f'CREATE DATABASE "{PG_DB}"')
     except psycopg.OperationalError as exc:  # fail loudly, never skip
         pytest.fail(
@@ -45,7 +50,15 @@ def _ensure_database() -> None:
 @pytest.fixture(scope="session")
 def pg_url() -> str:
     _ensure_database()
-    migrate.upgrade(PG_URL)
+    try:
+        migrate.upgrade(PG_URL)
+    except CommandError:
+        # at a revision this checkout does not know: a run of another branch's code (in
+        # another worktree, on the same base name) left it; the slot's lock says no run
+        # of this base name and slot is using it now
+        get_engine(PG_URL).dispose()
+        _ensure_database(again=True)
+        migrate.upgrade(PG_URL)
     return PG_URL
 
 
@@ -67,11 +80,25 @@ def pg(pg_url: str) -> Iterator[str]:
     yield pg_url
 
 
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file at the head revision. Migrating costs 1–2 s of CPU a file; the copy
+    is the same schema, alembic_version included, in milliseconds."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "memlane.db"
+    migrate.upgrade(f"sqlite:///{path}")
+    get_engine(f"sqlite:///{path}").dispose()
+    return path
+
+
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    url = f"sqlite:///{tmp_path / 'memlane.db'}"
-    migrate.upgrade(url)
-    return url
+def sqlite_url(tmp_path: Path, _migrated_sqlite: Path) -> str:
+    target = tmp_path / "memlane.db"
+    # sqlite3's backup copies a consistent database whatever its WAL holds
+    with sqlite3.connect(_migrated_sqlite) as source, sqlite3.connect(target) as copy:
+        source.backup(copy)
+    source.close()
+    copy.close()
+    return f"sqlite:///{target}"
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])

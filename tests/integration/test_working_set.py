@@ -4,6 +4,7 @@ equals a cold one; users the working set cannot serve go to the store read."""
 
 from __future__ import annotations
 
+import json
 import queue
 import subprocess
 import sys
@@ -42,18 +43,57 @@ def reader(db_url: str) -> Iterator[Memlane]:
         yield lane
 
 
-def other_process(db_url: str, code: str) -> str:
-    """Run `code` with `lane`, a Memlane of its own, in another Python process."""
-    script = (
-        "from memlane import Memlane\n"
-        f"lane = Memlane.from_settings(database_url={db_url!r}, embedding_model='hashing')\n"
-        + textwrap.dedent(code)
+class OtherProcess:
+    """Another Python process with `lane`, a Memlane of its own, that runs the code it is
+    sent (one process for the whole test: starting one per write cost seconds each)."""
+
+    SERVE = textwrap.dedent(
+        """
+        import contextlib, io, json, sys, traceback
+        from memlane import Memlane
+        lane = Memlane.from_settings(database_url=sys.argv[1], embedding_model="hashing")
+        for line in sys.stdin:
+            out, error = io.StringIO(), None
+            try:
+                with contextlib.redirect_stdout(out):
+                    exec(json.loads(line), {"lane": lane})
+            except Exception:
+                error = traceback.format_exc()
+            print(json.dumps({"out": out.getvalue(), "error": error}), flush=True)
+        """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+
+    def __init__(self, db_url: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", self.SERVE, db_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, code: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(textwrap.dedent(code)) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"the other process exited ({self.proc.wait(timeout=10)})"
+        answer = json.loads(line)
+        assert answer["error"] is None, answer["error"]
+        return str(answer["out"]).strip()
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def other(db_url: str) -> Iterator[OtherProcess]:
+    process = OtherProcess(db_url)
+    try:
+        yield process
+    finally:
+        process.close()
 
 
 def context(lane: Memlane, now: datetime, query: str = "what does the user drink?") -> str:
@@ -63,30 +103,26 @@ def context(lane: Memlane, now: datetime, query: str = "what does the user drink
 
 
 def test_a_write_in_another_process_reaches_the_next_assembly(
-    reader: Memlane, db_url: str, now: datetime
+    reader: Memlane, other: OtherProcess, now: datetime
 ) -> None:
     first = reader.add_memory("u1", {"content": "Drinks green tea every morning."})
     assert "green tea" in context(reader, now)  # the working set is loaded
 
-    added = other_process(
-        db_url, "print(lane.add_memory('u1', {'content': 'Drinks oolong after lunch.'}).id)"
-    )
+    added = other.run("print(lane.add_memory('u1', {'content': 'Drinks oolong after lunch.'}).id)")
     assert "oolong" in context(reader, now)
 
-    other_process(db_url, f"lane.pin('u1', {added!r})")
+    other.run(f"lane.pin('u1', {added!r})")
     pinned = reader.assemble("u1", "tea", budget_tokens=1500, now=now).pack
     assert [i.tier for i in pinned.items if i.id == added] == ["pinned"]
 
-    other_process(db_url, f"lane.forget('u1', {first.id!r})")
+    other.run(f"lane.forget('u1', {first.id!r})")
     assert "green tea" not in context(reader, now)
-    other_process(db_url, f"lane.quarantine('u1', {added!r})")
+    other.run(f"lane.quarantine('u1', {added!r})")
     assert "oolong" not in context(reader, now)
 
-    other_process(db_url, "lane.set_soul_block('u1', 'identity', 'A tea sommelier.')")
+    other.run("lane.set_soul_block('u1', 'identity', 'A tea sommelier.')")
     assert "A tea sommelier." in context(reader, now)
-    other_process(
-        db_url, "print(lane.add_procedure('u1', 'brew', 'Water at 80 degrees, 2 minutes.').id)"
-    )
+    other.run("print(lane.add_procedure('u1', 'brew', 'Water at 80 degrees, 2 minutes.').id)")
     assert "80 degrees" in context(reader, now, "how do I brew the tea?")
 
 
