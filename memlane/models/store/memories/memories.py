@@ -214,8 +214,10 @@ def apply_plan(
     now: datetime,
     stated_at: Mapping[int, datetime] | None = None,
     first_ref: int | None = None,
+    agents: Sequence[str | None] = (),
 ) -> list[str]:
-    """Apply a dedup plan under the user's lock (`user_lock`). `vectors[i]` embeds
+    """Apply a dedup plan under the user's lock (`user_lock`). `agents[i]`: the agent
+    insert i belongs to (pipeline.scope.insert_scope; none given: all shared). `vectors[i]` embeds
     sighting i; `stated_at` maps a message seq of the conversation to when it was said,
     so a memory is dated by the message that stated it (never later than `now`);
     `first_ref`: the first of len(plan.inserts) refs the caller allocated (else they are
@@ -254,6 +256,7 @@ def apply_plan(
                 "source_from_seq": planned.evidence_from_seq,
                 "source_to_seq": planned.evidence_to_seq,
                 "evidence_seq": planned.evidence_to_seq,
+                "agent_id": agents[position] if agents else None,
             }
         )
     inserted = [row["id"] for row in rows]

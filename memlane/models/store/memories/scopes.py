@@ -1,0 +1,37 @@
+"""Agent scope in the store (memlane.pipeline.scope): the agent a conversation is with,
+and memories made shared when a memory about the user confirms an agent's own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.orm import Session
+
+from memlane.models.store.users import change_feed as changes
+from memlane.models.tables import Conversation, MemoryRow
+
+_MEMORIES = cast(Table, MemoryRow.__table__)
+_M = _MEMORIES.c
+_SHARE: Any = (
+    update(_MEMORIES)
+    .where(_M.id == bindparam("b_id"), _M.user_id == bindparam("b_user_id"))
+    .values(agent_id=None, change_seq=bindparam("b_number"))
+)
+
+
+def conversation_agent(session: Session, conversation_id: str) -> str | None:
+    """The agent the conversation is with; None: none named (or no such conversation)."""
+    return session.scalar(select(Conversation.agent_id).where(Conversation.id == conversation_id))
+
+
+def share(session: Session, user_id: str, memory_ids: Sequence[str]) -> None:
+    """Make the user's memories shared (agent_id NULL), under the user's lock, stamped
+    with a change number so every working set's views take them in (or keep them)."""
+    if not memory_ids:
+        return
+    number = changes.stamp(session, user_id)
+    session.execute(
+        _SHARE, [{"b_id": i, "b_user_id": user_id, "b_number": number} for i in memory_ids]
+    )
