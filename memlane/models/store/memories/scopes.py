@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from memlane.models.store.users import change_feed as changes
@@ -19,6 +19,14 @@ _SHARE: Any = (
     .where(_M.id == bindparam("b_id"), _M.user_id == bindparam("b_user_id"))
     .values(agent_id=None, change_seq=bindparam("b_number"))
 )
+
+
+def seen_by(column: Any, agent_id: str | None) -> ColumnElement[bool]:
+    """The rows whose agent `column` a read for `agent_id` sees: the shared ones (NULL)
+    and, with an agent, that agent's (pipeline.scope.sees)."""
+    if agent_id is None:
+        return cast(ColumnElement[bool], column.is_(None))
+    return cast(ColumnElement[bool], column.is_(None) | (column == agent_id))
 
 
 def conversation_agent(session: Session, conversation_id: str) -> str | None:
