@@ -228,11 +228,11 @@ class WorkingSet:
                         if key not in self._loading:
                             self._load_later(key, model, dim, sparse)
                     return None
-                user = read_unit(self.url, lambda s: _load(s, key, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
             elif not self._catch_up(user_id, user):  # erased: what is left is read again
                 with self._lock:
                     self._users.pop(key, None)
-                user = read_unit(self.url, lambda s: _load(s, key, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
             with self._lock:
                 return self._keep(key, user)
 
@@ -257,7 +257,7 @@ class WorkingSet:
             with self._lock:
                 user = self._users.get(key)
             if user is None or user.view_for != (model, dim) or not self._catch_up(user_id, user):
-                user = read_unit(self.url, lambda s: _load(s, key, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
             with self._lock:
                 return self._keep(key, user)
 
@@ -307,7 +307,7 @@ class WorkingSet:
 
         def load() -> None:
             try:
-                user = read_unit(self.url, lambda s: _load(s, key, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
                 with self._lock:
                     current = self._users.get(key)
                     if current is None or current.view_for != (model, dim):
@@ -323,8 +323,9 @@ class WorkingSet:
         thread.start()
 
 
-def _load(session: Session, key: Key, model: str, dim: int, sparse: bool) -> _User:
-    user_id, agent_id = key
+def _load(
+    session: Session, user_id: str, agent_id: str | None, model: str, dim: int, sparse: bool
+) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
     with collector.paused():  # tens of thousands of containers, none garbage
         items = user_items.load(session, user_id, model=model, dim=dim, agent_id=agent_id)

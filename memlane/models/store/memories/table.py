@@ -212,7 +212,13 @@ def _vectors(
 
 
 def _row_columns(
-    session: Session, user_id: str, postgres: bool, *, model: str, dim: int, agent_id: str | None
+    session: Session,
+    user_id: str,
+    postgres: bool,
+    *,
+    model: str,
+    dim: int,
+    agent_id: str | None = None,
 ) -> MemoryColumns:
     """The columns from the rows, a row per memory."""
     rows = sorted(_rows(session, user_id, postgres, agent_id), key=itemgetter(0))
