@@ -321,7 +321,9 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
             confirmed = [(b.memory_id, b.sighting_indices) for b in plan.bumps] + [
                 (r.memory_id, r.sighting_indices) for r in plan.rereads
             ]
-            scopes.share(session, user_id, promoted(confirmed, {m.id: m for m in known}, owners))
+            by_id = {m.id: m for m in known}
+            shared = [by_id[i] for i in promoted(confirmed, by_id, owners)]
+            scopes.share(session, user_id, shared, job_id=job_id, now=now)
             memories.promote_to_verified(
                 session,
                 user_id,

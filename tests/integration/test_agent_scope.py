@@ -160,6 +160,9 @@ def test_a_fact_about_the_user_confirming_an_agents_own_makes_it_shared(
     (only,) = agent_lane.list_memories("u1")
     assert (only.agent_id, only.access_count) == (None, 2)
     assert "bullet points" in contents(agent_lane, "agent-b", "answers bullet points")
+    # its history says so
+    edited = [e for e in agent_lane.memory_history("u1", only.id) if e.kind == "edited"]
+    assert [e.detail["changes"] for e in edited] == [{"agent_id": ["agent-a", None]}]
 
 
 def test_an_agents_own_fact_told_to_another_agent_is_that_agents_own(
