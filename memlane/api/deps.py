@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParam
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
@@ -203,6 +203,16 @@ Lane = Annotated[Memlane, Depends(get_lane)]
 Actor = Annotated[str, Depends(actor_of)]
 Key = Annotated[KeyGrant, Depends(require_key)]
 UserId = Annotated[str, PathParam(min_length=1, max_length=200)]
+# Checked again by the facade (an agent id follows the user id's rule: no '/').
+AgentId = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=200,
+        description="read as this agent: the user's shared memories and this agent's; "
+        "without one, the shared memories only",
+    ),
+]
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut} for status in (401, 403, 404, 409, 413, 422, 429, 500, 503)
 }

@@ -114,6 +114,15 @@ def enqueue(
         ),
     ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds --wait waits at most.")] = 600.0,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The agent the conversations are with, for transcripts that name none "
+            "(their agent_id).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Store transcripts and queue their extraction jobs; prints the job ids (--json: each
@@ -126,7 +135,7 @@ def enqueue(
     # The bar starts before anything is read: a folder of thousands of transcripts
     # takes seconds to read and store before the first job exists.
     with progress_bar() as bar:
-        found = _read_all(paths, final=final, bar=bar)
+        found = _read_all(paths, final=final, bar=bar, agent=agent)
         storing = bar.add_task("storing", total=len(found), unit="transcripts")
         bar.refresh()
         with lane_session() as lane:
@@ -166,8 +175,11 @@ def _enqueue_json(
     }
 
 
-def _read_all(paths: list[str], *, final: bool, bar: Progress) -> list[SourcedTranscript]:
-    """Every input read and validated (transcript_files), one step of the bar per file."""
+def _read_all(
+    paths: list[str], *, final: bool, bar: Progress, agent: str | None = None
+) -> list[SourcedTranscript]:
+    """Every input read and validated (transcript_files), one step of the bar per file;
+    `agent` given to those that name none."""
     reading = bar.add_task("reading", total=None, unit="files")
     bar.refresh()  # shown now, before the imports below
     from memlane.cli.transcript_files import expand_paths, read_transcripts
@@ -176,7 +188,7 @@ def _read_all(paths: list[str], *, final: bool, bar: Progress) -> list[SourcedTr
     bar.update(reading, total=len(sources))
     found: list[SourcedTranscript] = []
     for source in sources:
-        found.extend(read_transcripts([source], stdin=sys.stdin, final=final))
+        found.extend(read_transcripts([source], stdin=sys.stdin, final=final, agent=agent))
         bar.advance(reading)
     return found
 

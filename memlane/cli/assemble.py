@@ -25,7 +25,15 @@ from pydantic import (
     model_validator,
 )
 
-from memlane.cli.common import fail, lane_session, one_line, parse_now, print_json, stderr
+from memlane.cli.common import (
+    Agent,
+    fail,
+    lane_session,
+    one_line,
+    parse_now,
+    print_json,
+    stderr,
+)
 from memlane.models.schemas import StoredText, UserIdIn
 from memlane.pipeline.assembly.budget import MAX_BUDGET_TOKENS
 from memlane.pipeline.assembly.context_format import Style
@@ -55,6 +63,7 @@ class BatchQuery(BaseModel):
     strategy: Strategy | None = None
     style: Style | None = None
     now: datetime | None = None
+    agent_id: UserIdIn | None = None
 
     @field_validator("now")
     @classmethod
@@ -117,7 +126,7 @@ def assemble(
         Path | None,
         typer.Option(
             help="JSONL file, one query per line {user_id, query, budget, strategy, style, "
-            "context_window, now, id, question_id}; writes one JSON object per line, "
+            "context_window, now, agent_id, id, question_id}; writes one JSON object per line, "
             "with the line's id and question_id.",
             dir_okay=False,
         ),
@@ -125,6 +134,7 @@ def assemble(
     out: Annotated[
         Path | None, typer.Option(help="With --batch: write the results here, not stdout.")
     ] = None,
+    agent: Agent = None,
 ) -> None:
     """Build the context block for a user's next model call.
 
@@ -140,7 +150,7 @@ def assemble(
     if batch is not None:
         if user is not None or query is not None:
             raise ValueError("--batch takes users and queries from the file; drop --user/--query")
-        _run_batch(batch, out, budget, context_window, strategy, style, at)
+        _run_batch(batch, out, budget, context_window, strategy, style, at, agent)
         return
     if out is not None:
         raise ValueError("--out goes with --batch")
@@ -155,6 +165,7 @@ def assemble(
             context_window=context_window,
             now=at,
             style=style,
+            agent_id=agent,
         )
     if as_json:
         print_json(_as_json(result))
@@ -210,6 +221,7 @@ def _run_batch(
     strategy: Strategy,
     style: Style | None,
     now: datetime | None,
+    agent: str | None,
 ) -> None:
     """One JSON object per query line: {line, [id, question_id,] user_id, query, context,
     json, pack}, or {line, …, error: {code, message}} for a query that failed (the others
@@ -226,7 +238,9 @@ def _run_batch(
                 "query": item.query,
             }
             try:
-                result = _assemble_one(lane, item, budget, context_window, strategy, style, now)
+                result = _assemble_one(
+                    lane, item, budget, context_window, strategy, style, now, agent
+                )
                 row.update(_as_json(result))
             except MemlaneError as exc:
                 failed += 1
@@ -245,6 +259,7 @@ def _assemble_one(
     strategy: Strategy,
     style: Style | None,
     now: datetime | None,
+    agent: str | None = None,
 ) -> AssembledContext:
     own_budget = item.budget is not None or item.context_window is not None
     return lane.assemble(
@@ -255,4 +270,5 @@ def _assemble_one(
         context_window=item.context_window if own_budget else context_window,
         now=item.now or now,
         style=item.style or style,
+        agent_id=item.agent_id or agent,
     )

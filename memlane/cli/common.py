@@ -56,6 +56,16 @@ stdout = Console(highlight=False, markup=False)
 stderr = Console(stderr=True, highlight=False, markup=False)
 
 # Every command that prints data takes it: one JSON document on stdout, nothing else there.
+# Reads as an agent (memlane.pipeline.scope): the user's shared memories and its own.
+Agent = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help="As this agent: the user's shared memories and this agent's (default: the "
+        "shared ones only).",
+        show_default=False,
+    ),
+]
 AsJson = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout instead of text.")
 ]

@@ -21,6 +21,15 @@ def mcp(
             show_default=False,
         ),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="The agent this server is: conversations handed over are with it, and "
+            "reads see the user's shared memories and its own.",
+            show_default=False,
+        ),
+    ] = None,
     transport: Annotated[
         Literal["stdio", "http"],
         typer.Option(help="stdio (a client starts this command) or streamable HTTP."),
@@ -53,6 +62,8 @@ def mcp(
         fail("name the user: --user U, or MEMLANE_MCP_USER", USAGE_EXIT)
     if user_id:
         user_id = check_text(user_id, "user_id")  # read as every door reads it: stripped
+    if agent is not None:
+        agent = check_text(agent, "agent_id")
     if transport == "http":
         if not (startup.is_loopback(host) or settings.api_keys):
             from memlane.service.keys.keyring import stored_keys_guard
@@ -77,7 +88,9 @@ def mcp(
     level = "DEBUG" if settings.log_level == "DEBUG" else "WARNING"
     with lane_session() as lane:
         lane.actor = "mcp"  # who memories' histories say made the changes
-        server = build_server(lane, user_id, per_key=transport == "http", log_level=level)
+        server = build_server(
+            lane, user_id, per_key=transport == "http", log_level=level, agent_id=agent
+        )
         if transport == "stdio":
             server.run("stdio")
             return

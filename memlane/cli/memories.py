@@ -11,6 +11,7 @@ from rich.table import Table
 
 from memlane.cli.common import (
     USAGE_EXIT,
+    Agent,
     AsJson,
     fail,
     lane_session,
@@ -78,12 +79,17 @@ def list_memories(
     ),
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
     offset: Annotated[int, typer.Option(min=0)] = 0,
+    agent: Agent = None,
     as_json: AsJson = False,
 ) -> None:
     """The user's memories, most important first."""
     with lane_session() as lane:
         rows = lane.list_memories(
-            user, status=None if status == "all" else status, limit=limit, offset=offset
+            user,
+            status=None if status == "all" else status,
+            limit=limit,
+            offset=offset,
+            agent_id=agent,
         )
     if as_json:
         print_json(rows)

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from memlane.models.schemas import TranscriptIn
 from memlane.pipeline.errors import TranscriptError
 from memlane.service.ingest import parse_transcript
+from memlane.service.input_checks import check_text
 
 STDIN = "-"
 TOO_DEEP = "JSON nested more deeply than a transcript can be"
@@ -57,10 +58,14 @@ def expand_paths(paths: Sequence[str]) -> list[str]:
 
 
 def read_transcripts(
-    paths: Sequence[str], *, stdin: TextIO | None = None, final: bool = False
+    paths: Sequence[str],
+    *,
+    stdin: TextIO | None = None,
+    final: bool = False,
+    agent: str | None = None,
 ) -> list[SourcedTranscript]:
     """Every transcript of every input, validated, in input order; `final=True` marks each
-    one final (its tail is extracted now)."""
+    one final (its tail is extracted now); `agent`: the agent_id of those naming none."""
     found: list[SourcedTranscript] = []
     for source in expand_paths(paths):
         if source == STDIN:
@@ -73,6 +78,14 @@ def read_transcripts(
     if final:
         found = [
             SourcedTranscript(s.source, s.transcript.model_copy(update={"final": True}))
+            for s in found
+        ]
+    if agent is not None:
+        agent = check_text(agent, "agent_id")
+        found = [
+            SourcedTranscript(s.source, s.transcript.model_copy(update={"agent_id": agent}))
+            if s.transcript.agent_id is None
+            else s
             for s in found
         ]
     return found

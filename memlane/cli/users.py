@@ -74,13 +74,21 @@ def export(
     messages: Annotated[
         bool, typer.Option("--messages", help="Include conversations and messages.")
     ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="What this agent sees: the shared data and its own (default: every agent's).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Print the user's data as JSON lines (memories with their history, episodes,
     procedures, soul blocks; with --messages their conversations), for `memlane users
     import` into another deployment: memlane users export --user U > u.jsonl (JSON lines
     always, so no --json)."""
     with lane_session() as lane:
-        for line in lane.export_user(user, messages=messages):
+        for line in lane.export_user(user, messages=messages, agent_id=agent):
             typer.echo(line)
 
 

@@ -197,8 +197,9 @@ class AsyncClient:
         status: MemoryStatus | Literal["all"] = "active",
         limit: int = 100,
         cursor: str | None = None,
+        agent_id: str | None = None,
     ) -> MemoryPage:
-        return await self._send(Calls.list_memories(user_id, status, limit, cursor))
+        return await self._send(Calls.list_memories(user_id, status, limit, cursor, agent_id))
 
     async def iter_memories(
         self,
@@ -206,10 +207,13 @@ class AsyncClient:
         *,
         status: MemoryStatus | Literal["all"] = "active",
         page_size: int = 100,
+        agent_id: str | None = None,
     ) -> AsyncIterator[MemoryPublic]:
         cursor: str | None = None
         while True:
-            page = await self.list_memories(user_id, status=status, limit=page_size, cursor=cursor)
+            page = await self.list_memories(
+                user_id, status=status, limit=page_size, cursor=cursor, agent_id=agent_id
+            )
             for memory in page.memories:
                 yield memory
             if page.next_cursor is None:
@@ -289,9 +293,12 @@ class AsyncClient:
         return await self._send(Calls.procedures(user_id))
 
     @route("GET", "/v1/users/{user_id}/export")
-    async def export_user(self, user_id: str, *, messages: bool = False) -> str:
-        """The user's data as JSON lines (for `import_user` of another deployment)."""
-        return await self._send(Calls.export_user(user_id, messages))
+    async def export_user(
+        self, user_id: str, *, messages: bool = False, agent_id: str | None = None
+    ) -> str:
+        """The user's data as JSON lines (for `import_user` of another deployment);
+        `agent_id`: what that agent sees (the shared data and its own), else every agent's."""
+        return await self._send(Calls.export_user(user_id, messages, agent_id))
 
     @route("POST", "/v1/users/{user_id}/import")
     async def import_user(

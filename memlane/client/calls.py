@@ -188,11 +188,13 @@ class Calls:
 
     @staticmethod
     def list_memories(
-        user_id: str, status: str, limit: int, cursor: str | None
+        user_id: str, status: str, limit: int, cursor: str | None, agent_id: str | None = None
     ) -> Call[MemoryPage]:
         params: dict[str, Any] = {"status": status, "limit": limit}
         if cursor:
             params["cursor"] = cursor
+        if agent_id is not None:
+            params["agent_id"] = agent_id
         path = _path(MEMORIES, user_id=user_id)
         return Call("GET", path, _model(MemoryPage), params=params)
 
@@ -246,9 +248,11 @@ class Calls:
         return Call("GET", path, _model(list[Procedure]))
 
     @staticmethod
-    def export_user(user_id: str, messages: bool) -> Call[str]:
+    def export_user(user_id: str, messages: bool, agent_id: str | None = None) -> Call[str]:
         path = _path("/v1/users/{user_id}/export", user_id=user_id)
         params = {"messages": "true"} if messages else {}
+        if agent_id is not None:
+            params["agent_id"] = agent_id
         return Call("GET", path, str, params=params, text=True)
 
     @staticmethod

@@ -186,7 +186,7 @@ class Client:
     @route("POST", "/v1/search")
     def search(self, user_id: str, query: str | None = None, **filters: Any) -> list[SearchHit]:
         """Memories for a query with their scores; `filters`: SearchRequest's fields
-        (limit, category, tier, min_score, since, include_sensitive)."""
+        (limit, category, tier, min_score, since, include_sensitive, agent_id)."""
         request = SearchRequest(user_id=user_id, query=query, **filters)
         return self._send(Calls.search(request))
 
@@ -202,10 +202,12 @@ class Client:
         status: MemoryStatus | Literal["all"] = "active",
         limit: int = 100,
         cursor: str | None = None,
+        agent_id: str | None = None,
     ) -> MemoryPage:
         """A page of the user's memories, newest first; pass its `next_cursor` as
-        `cursor` for the next one (`iter_memories` follows them for you)."""
-        return self._send(Calls.list_memories(user_id, status, limit, cursor))
+        `cursor` for the next one (`iter_memories` follows them for you). `agent_id`: the
+        shared memories and that agent's; without, the shared ones."""
+        return self._send(Calls.list_memories(user_id, status, limit, cursor, agent_id))
 
     def iter_memories(
         self,
@@ -213,11 +215,14 @@ class Client:
         *,
         status: MemoryStatus | Literal["all"] = "active",
         page_size: int = 100,
+        agent_id: str | None = None,
     ) -> Iterator[MemoryPublic]:
         """Every memory of the user, newest first, a page per request."""
         cursor: str | None = None
         while True:
-            page = self.list_memories(user_id, status=status, limit=page_size, cursor=cursor)
+            page = self.list_memories(
+                user_id, status=status, limit=page_size, cursor=cursor, agent_id=agent_id
+            )
             yield from page.memories
             if page.next_cursor is None:
                 return
@@ -294,9 +299,12 @@ class Client:
         return self._send(Calls.procedures(user_id))
 
     @route("GET", "/v1/users/{user_id}/export")
-    def export_user(self, user_id: str, *, messages: bool = False) -> str:
-        """The user's data as JSON lines (for `import_user` of another deployment)."""
-        return self._send(Calls.export_user(user_id, messages))
+    def export_user(
+        self, user_id: str, *, messages: bool = False, agent_id: str | None = None
+    ) -> str:
+        """The user's data as JSON lines (for `import_user` of another deployment);
+        `agent_id`: what that agent sees (the shared data and its own), else every agent's."""
+        return self._send(Calls.export_user(user_id, messages, agent_id))
 
     @route("POST", "/v1/users/{user_id}/import")
     def import_user(self, user_id: str, data: str | bytes, *, merge: bool = False) -> ImportedOut:

@@ -126,21 +126,30 @@ def resource_uri(user_id: str) -> str:
 
 
 def _without_user(function: Callable[P, R]) -> Callable[P, R]:
-    """`function` as the SDK sees it without its `user_id` parameter (stdio: the tools
-    take no user, the server's is the only one)."""
+    """`function` as the SDK sees it without its `user_id` and `agent_id` parameters
+    (stdio: the tools take no user, the server's is the only one, and act as the
+    server's agent)."""
     signature = inspect.signature(function, eval_str=True)
-    kept = [p for name, p in signature.parameters.items() if name != "user_id"]
+    kept = [p for name, p in signature.parameters.items() if name not in ("user_id", "agent_id")]
     function.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
     return function
 
 
 def build_server(
-    lane: Memlane, user_id: str | None, *, per_key: bool = False, log_level: str = "WARNING"
+    lane: Memlane,
+    user_id: str | None,
+    *,
+    per_key: bool = False,
+    log_level: str = "WARNING",
+    agent_id: str | None = None,
 ) -> MCPServer:
     """The MCP server over `lane`. `per_key` (HTTP): each tool takes `user_id`, any user
     the caller's key reaches, `user_id` (if any) the default; else (stdio) the tools
-    take no user and act on `user_id`'s memories only."""
+    take no user and act on `user_id`'s memories only. `agent_id`: the agent the server
+    is (memlane.pipeline.scope): conversations handed over are with it, and reads see the
+    user's shared memories and its own; per key, a tool's `agent_id` may name another."""
     default = user_id
+    default_agent = agent_id
     if not per_key and user_id is None:
         raise ValueError("a server without keys serves one user: name it")
     fit: Callable[[Callable[P, R]], Callable[P, R]] = (
@@ -166,6 +175,7 @@ def build_server(
         conversation_id: str | None = None,
         system: str | list[dict[str, Any]] | None = None,
         user_id: str | None = None,
+        agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it
     ) -> RememberOut:
         """Remember one fact about the user (`fact`: one sentence, stored now; a fact
@@ -197,6 +207,7 @@ def build_server(
                 "messages": messages,
                 "final": True,
                 **({"system": system} if system is not None else {}),
+                **({"agent_id": agent} if (agent := agent_id or default_agent) else {}),
             }
         )
         return RememberOut(
@@ -213,13 +224,15 @@ def build_server(
         query: str,
         budget_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000,
         user_id: str | None = None,
+        agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> str:
         """What memlane knows about the user that matters for `query` (the user's
         message, say), as an XML block of at most `budget_tokens` tokens: identity, the
         most relevant memories with ids and dates, past episodes, procedures."""
         user_id = user_for(ctx, user_id, default, "read")
-        return lane.assemble(user_id, query, budget_tokens=budget_tokens).text
+        agent = agent_id or default_agent
+        return lane.assemble(user_id, query, budget_tokens=budget_tokens, agent_id=agent).text
 
     @server.tool(annotations=reads)
     @fit
@@ -231,13 +244,20 @@ def build_server(
         tier: Tier | None = None,
         min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
         user_id: str | None = None,
+        agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> list[SearchHit]:
         """The user's memories for `query`, best first, each with its score and the
         score's parts (relevance, importance, recency, frequency)."""
         user_id = user_for(ctx, user_id, default, "read")
         return lane.search(
-            user_id, query, limit=limit, category=category, tier=tier, min_score=min_score
+            user_id,
+            query,
+            limit=limit,
+            category=category,
+            tier=tier,
+            min_score=min_score,
+            agent_id=agent_id or default_agent,
         )
 
     @server.tool(annotations=reads)
@@ -248,12 +268,16 @@ def build_server(
         cursor: str | None = None,
         status: Literal["active", "superseded", "quarantined", "deleted"] = "active",
         user_id: str | None = None,
+        agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> MemoryPage:
         """The user's memories, newest first, a page at a time: pass `next_cursor` as
         `cursor` for the next page (null on the last)."""
         user_id = user_for(ctx, user_id, default, "read")
-        return lane.memories_page(user_id, status=status, limit=limit, cursor=cursor)
+        agent = agent_id or default_agent
+        return lane.memories_page(
+            user_id, status=status, limit=limit, cursor=cursor, agent_id=agent
+        )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     @fit

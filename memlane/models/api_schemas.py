@@ -43,6 +43,11 @@ class ContextRequest(BaseModel):
     format: Literal["xml", "json"] = Field(
         "xml", description="`context` as the XML block (counted against the budget) or as JSON"
     )
+    agent_id: UserIdIn | None = Field(
+        None,
+        description="assemble for this agent: the user's shared items and this agent's; "
+        "without one, the shared items only",
+    )
 
 
 class ContextOut(BaseModel):

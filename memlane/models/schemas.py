@@ -198,6 +198,13 @@ class TranscriptIn(Frozen):
 
     conversation_id: Identifier
     user_id: UserIdIn
+    agent_id: UserIdIn | None = Field(
+        default=None,
+        description="The agent (assistant) the user talks to in this conversation, when the "
+        "app has several: memories about the user are shared by all of them, memories "
+        "specific to this agent are its alone. A conversation keeps the agent it was "
+        "first sent with",
+    )
     system: str | list[dict[str, Any]] | None = Field(
         default=None,
         exclude=True,
@@ -407,6 +414,11 @@ class MemoryPublic(Frozen):
         description="ISO 639-1 code of the language its keywords are of (detected from its "
         "text); null for a memory stored before languages were",
     )
+    agent_id: str | None = Field(
+        default=None,
+        description="The agent this memory is specific to; null: about the user, seen by "
+        "every agent of theirs",
+    )
 
 
 class MemoryPage(Frozen):
@@ -482,6 +494,11 @@ class SearchRequest(Frozen):
         "when no zone is given)",
     )
     include_sensitive: bool = False
+    agent_id: UserIdIn | None = Field(
+        None,
+        description="search as this agent: the user's shared memories and this agent's; "
+        "without one, the shared memories only",
+    )
 
 
 class SearchHit(Frozen):

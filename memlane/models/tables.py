@@ -95,6 +95,8 @@ class Conversation(Base):
 
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
     user_id: Mapped[str] = mapped_column(String(200), index=True)
+    # The agent the user talks to in it, when the transcript names one (migration 0015).
+    agent_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     message_count: Mapped[int] = mapped_column(Integer, default=0)
     assistant_count: Mapped[int] = mapped_column(Integer, default=0)
     # Highest message seq already covered by an extraction job (-1: none yet).
@@ -234,6 +236,8 @@ class MemoryRow(Base):
     source_from_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source_to_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     evidence_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # None: about the user, seen by every agent of theirs; else that agent's alone (0015).
+    agent_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class MemoryKeyword(Base):
@@ -299,6 +303,8 @@ class EpisodeRow(Base):
     embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The agent of its conversation, whose alone it is; None: shared (migration 0015).
+    agent_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class SoulBlockRow(Base):

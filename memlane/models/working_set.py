@@ -10,6 +10,9 @@
   on SQLite none) is loaded by a background thread: their first assemblies read the
   store until the view is ready, rather than wait for it (a load's cost grows with the
   user: bench/README.md). `warm` loads a user at once.
+- Per agent (pipeline.scope): a view holds what one reader sees, the user's shared items
+  and one agent's (or the shared ones alone), so a user read for two agents has two views,
+  each kept current from the one change feed.
 - Bounded: at most `budget_mb` of views (their estimated size), the least recently used
   users evicted whole. A user too large for the bound is not kept, nor loaded again on
   their next assemblies: the caller reads the store for them (`view` returns None), as
@@ -38,6 +41,7 @@ from memlane.models.store.users.context_items import episode_record, procedure_r
 from memlane.pipeline.ranking.memory_table import Record
 from memlane.pipeline.ranking.user_view import RECORD_BYTES, UserView
 from memlane.pipeline.records import SoulBlock
+from memlane.pipeline.scope import sees
 
 MB = 1024 * 1024
 # On PostgreSQL, users with at most this many items load with their first assembly (a
@@ -51,6 +55,7 @@ log = logging.getLogger("memlane.working_set")
 
 
 Vectors = tuple[str, Vector] | None  # (embedder, vector) of an item, or None
+Key = tuple[str, str | None]  # (user, agent): whose view, read by which agent
 
 
 def _vector(model: str | None, values: list[float] | None) -> Vectors:
@@ -70,6 +75,7 @@ class _User:
     view_for: tuple[str, int]  # the embedder and dimension the view ranks with
     memory_models: dict[str, str]
     soul: dict[str, SoulBlock]
+    agent_id: str | None = None  # the reader: shared items and this agent's
     size: int = 0
     model_counts: Counter[str] = field(default_factory=Counter)  # of memory_models' values
 
@@ -90,13 +96,15 @@ class _User:
         upserts: list[tuple[Record, Vectors]] = []
         removed = [gone.item_id for gone in found.removed]
         for record, status, vector in found.memories:
-            if status != "active":
+            if status != "active" or not sees(self.agent_id, record.agent_id):
                 self._set_model(record.id, None)
                 removed.append(record.id)
                 continue
             self._set_model(record.id, None if vector is None else vector[0])
             upserts.append((record, vector))
         for episode in found.episodes:
+            if not sees(self.agent_id, episode.agent_id):
+                continue
             vector = _vector(episode.embedding_model, episode.embedding)
             upserts.append((episode_record(episode, with_embedding=False), vector))
         upserts += [(procedure_record(procedure), None) for procedure in found.procedures]
@@ -164,22 +172,22 @@ class WorkingSet:
         if eager_items is None:
             eager_items = EAGER_ITEMS if url.startswith("postgresql") else sys.maxsize
         self.eager_items = eager_items
-        self._users: OrderedDict[str, _User] = OrderedDict()
+        self._users: OrderedDict[Key, _User] = OrderedDict()
         self._lock = threading.Lock()
         self._user_locks: weakref.WeakValueDictionary[str, _UserLock] = (
             weakref.WeakValueDictionary()
         )
-        self._loading: dict[str, threading.Thread] = {}
+        self._loading: dict[Key, threading.Thread] = {}
         # users found too large for the bound: the store serves them without a load on
         # every assembly (`warm` or `forget` lets them try again)
-        self._refused: set[str] = set()
+        self._refused: set[Key] = set()
 
     @property
     def size_bytes(self) -> int:
         return sum(user.bytes for user in list(self._users.values()))
 
     def __contains__(self, user_id: str) -> bool:
-        return user_id in self._users
+        return any(user == user_id for user, _ in list(self._users))
 
     def user_lock(self, user_id: str) -> _UserLock:
         """The lock a user's view is read and brought current under (class docstring)."""
@@ -189,17 +197,27 @@ class WorkingSet:
                 lock = self._user_locks[user_id] = _UserLock()
             return lock
 
-    def view(self, user_id: str, *, model: str, dim: int, sparse: bool = False) -> UserView | None:
-        """The user's view, current as of this call; None when the store must serve them
-        (too large for the bound, vectors of two embedders, or loading in the
-        background). `sparse`: the embedder's vectors are (EmbedderCapabilities)."""
+    def view(
+        self,
+        user_id: str,
+        *,
+        model: str,
+        dim: int,
+        sparse: bool = False,
+        agent_id: str | None = None,
+    ) -> UserView | None:
+        """The user's view for `agent_id` (module docstring), current as of this call;
+        None when the store must serve them (too large for the bound, vectors of two
+        embedders, or loading in the background). `sparse`: the embedder's vectors are
+        (EmbedderCapabilities)."""
+        key = (user_id, agent_id)
         with self.user_lock(user_id):
             with self._lock:
-                user = self._users.get(user_id)
+                user = self._users.get(key)
                 if user is not None:
-                    self._users.move_to_end(user_id)
-                loading = user_id in self._loading
-                refused = user_id in self._refused
+                    self._users.move_to_end(key)
+                loading = key in self._loading
+                refused = key in self._refused
             if user is not None and user.view_for != (model, dim):
                 user = None  # another embedder: its vectors are read afresh
             if user is None:
@@ -207,36 +225,48 @@ class WorkingSet:
                     return None
                 if read_unit(self.url, lambda s: refs.issued(s, user_id)) > self.eager_items:
                     with self._lock:
-                        if user_id not in self._loading:
-                            self._load_later(user_id, model, dim, sparse)
+                        if key not in self._loading:
+                            self._load_later(key, model, dim, sparse)
                     return None
-                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
             elif not self._catch_up(user_id, user):  # erased: what is left is read again
                 with self._lock:
-                    self._users.pop(user_id, None)
-                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
+                    self._users.pop(key, None)
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
             with self._lock:
-                return self._keep(user_id, user)
+                return self._keep(key, user)
 
-    def warm(self, user_id: str, *, model: str, dim: int, sparse: bool = False) -> UserView | None:
-        """Load the user's view now, whatever their size (a background load under way
-        is waited for), and return it; None when the working set cannot serve them."""
+    def warm(
+        self,
+        user_id: str,
+        *,
+        model: str,
+        dim: int,
+        sparse: bool = False,
+        agent_id: str | None = None,
+    ) -> UserView | None:
+        """Load the user's view for `agent_id` now, whatever their size (a background
+        load under way is waited for), and return it; None when the working set cannot
+        serve them."""
+        key = (user_id, agent_id)
         with self._lock:
-            loading = self._loading.get(user_id)
+            loading = self._loading.get(key)
         if loading is not None:
             loading.join()
         with self.user_lock(user_id):
             with self._lock:
-                user = self._users.get(user_id)
+                user = self._users.get(key)
             if user is None or user.view_for != (model, dim) or not self._catch_up(user_id, user):
-                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
             with self._lock:
-                return self._keep(user_id, user)
+                return self._keep(key, user)
 
     def forget(self, user_id: str) -> None:
+        """Drop the user's views, for every agent."""
         with self._lock:
-            self._users.pop(user_id, None)
-            self._refused.discard(user_id)
+            for key in [k for k in self._users if k[0] == user_id]:
+                self._users.pop(key, None)
+            self._refused = {k for k in self._refused if k[0] != user_id}
 
     def _catch_up(self, user_id: str, user: _User) -> bool:
         """Apply what was written since the user's view was current (module docstring).
@@ -257,46 +287,48 @@ class WorkingSet:
             user.apply(found)
         return True
 
-    def _keep(self, user_id: str, user: _User) -> UserView | None:
+    def _keep(self, key: Key, user: _User) -> UserView | None:
         """Keep the user's view within the bound (the caller holds the set's lock)."""
         if user.mixed_embedders():
             return None
-        self._users[user_id] = user
-        self._users.move_to_end(user_id)
+        self._users[key] = user
+        self._users.move_to_end(key)
         if user.bytes > self.budget_bytes:
-            self._users.pop(user_id, None)
-            self._refused.add(user_id)
+            self._users.pop(key, None)
+            self._refused.add(key)
             return None
-        self._refused.discard(user_id)
+        self._refused.discard(key)
         while self.size_bytes > self.budget_bytes and len(self._users) > 1:
             self._users.popitem(last=False)
         return user.view
 
-    def _load_later(self, user_id: str, model: str, dim: int, sparse: bool) -> None:
+    def _load_later(self, key: Key, model: str, dim: int, sparse: bool) -> None:
         """Load the user's view in a thread of its own (the caller holds the set's lock)."""
 
         def load() -> None:
             try:
-                user = read_unit(self.url, lambda s: _load(s, user_id, model, dim, sparse))
+                user = read_unit(self.url, lambda s: _load(s, *key, model, dim, sparse))
                 with self._lock:
-                    current = self._users.get(user_id)
+                    current = self._users.get(key)
                     if current is None or current.view_for != (model, dim):
-                        self._keep(user_id, user)
+                        self._keep(key, user)
             except Exception:
-                log.exception("could not load the working set of user %s", user_id)
+                log.exception("could not load the working set of user %s", key[0])
             finally:
                 with self._lock:
-                    self._loading.pop(user_id, None)
+                    self._loading.pop(key, None)
 
         thread = threading.Thread(target=load, name="memlane-working-set-load", daemon=True)
-        self._loading[user_id] = thread
+        self._loading[key] = thread
         thread.start()
 
 
-def _load(session: Session, user_id: str, model: str, dim: int, sparse: bool) -> _User:
+def _load(
+    session: Session, user_id: str, agent_id: str | None, model: str, dim: int, sparse: bool
+) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
     with collector.paused():  # tens of thousands of containers, none garbage
-        items = user_items.load(session, user_id, model=model, dim=dim)
+        items = user_items.load(session, user_id, model=model, dim=dim, agent_id=agent_id)
         view = UserView.load(
             memories=items.memories,
             episodes=items.episodes,
@@ -317,5 +349,6 @@ def _load(session: Session, user_id: str, model: str, dim: int, sparse: bool) ->
                 if of is not None
             },
             soul={b.kind: b for b in items.soul_blocks},
+            agent_id=agent_id,
             size=view.size_bytes,
         )

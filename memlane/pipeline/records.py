@@ -28,6 +28,9 @@ Category = Annotated[str, StringConstraints(min_length=1, max_length=16)]
 Tier = Literal["pinned", "verified", "candidate"]
 MemoryStatus = Literal["active", "superseded", "quarantined", "deleted"]
 SoulKind = Literal["identity", "style", "anti_patterns"]
+# Whom a memory is about: the user (every agent of theirs sees it) or the agent the
+# conversation is with (pipeline.scope).
+About = Literal["user", "agent"]
 
 TIERS: tuple[Tier, ...] = ("pinned", "verified", "candidate")
 SOUL_KINDS: tuple[SoulKind, ...] = ("identity", "style", "anti_patterns")
@@ -72,6 +75,8 @@ class ExtractedMemory(Frozen):
     # The message (seq) the memory was read from, when the extractor knows it. Used to
     # tell a fact re-read from the same messages from a fresh confirmation.
     source_seq: int | None = None
+    # "agent": specific to the agent of the conversation; read only when it has one.
+    about: About = "user"
 
 
 class ExtractedEpisode(Frozen):
@@ -124,6 +129,7 @@ class MemoryRecord(Frozen):
     # Highest message seq (in source_conversation_id) that has evidenced this memory.
     evidence_seq: int | None = None
     embedding: tuple[float, ...] | None = None
+    agent_id: str | None = None  # None: about the user; else that agent's alone
 
     @model_validator(mode="before")
     @classmethod
@@ -144,6 +150,7 @@ class EpisodeRecord(Frozen):
     ref: int | None = None
     keywords: frozenset[str] = frozenset()
     embedding: tuple[float, ...] | None = None
+    agent_id: str | None = None  # the agent of its conversation; None: shared
 
 
 class SoulBlock(Frozen):

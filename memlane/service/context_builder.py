@@ -102,6 +102,7 @@ class ContextBuilder:
         weights: Weights | None,
         style: Style | None,
         record: bool = True,
+        agent_id: str | None = None,
     ) -> AssembledContext:
         """The context of `Memlane.assemble` (its arguments, checked by the facade).
         `record=False` writes nothing: no pack saved, no access recorded (the
@@ -128,6 +129,7 @@ class ContextBuilder:
             memory_share=s.memory_share,
             relevance_floor=s.relevance_floor,
             include_sensitive=include_sensitive,
+            agent_id=agent_id,
         )
         result = None
         if s.working_set_mb > 0 and strategy != "recent":
@@ -158,6 +160,7 @@ class ContextBuilder:
             model=embedder.name,
             dim=embedder.dim,
             sparse=embedder.capabilities.sparse,
+            agent_id=request.agent_id,
         )
         if view is None:
             return None
@@ -214,6 +217,7 @@ class ContextBuilder:
             ),
             include_sensitive=request.include_sensitive,
             approximate=wants_hnsw(s.vector_index, embedder.capabilities),
+            agent_id=request.agent_id,
         )
         candidates, items = assembly_reads.read_for_assembly(
             self.url,

@@ -160,8 +160,11 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         query_embedding: Sequence[float] | None = None,
         weights: Weights | None = None,
         style: Style | None = None,
+        agent_id: str | None = None,
     ) -> AssembledContext:
         """Build the context block for the user's next model call (memlane.service.context_builder).
+        `agent_id`: assemble for that agent, from the user's shared items and its own;
+        without one, from the shared items only (memlane.pipeline.scope).
         The budget: `budget_tokens`, else what `context_window` leaves after the
         reservations (each None: the setting), else MEMLANE_DEFAULT_BUDGET_TOKENS. Raises
         BudgetError when pinned items and soul blocks alone exceed the budget."""
@@ -170,6 +173,8 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
                 f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
             )
         user_id = check_text(user_id, "user_id")  # by hand: the hot path skips the binding
+        if agent_id is not None:
+            agent_id = check_text(agent_id, "agent_id")
         if query:
             check_text(query, "query")
         budget = BudgetAsk(
@@ -191,6 +196,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
             query_embedding=query_embedding,
             weights=weights,
             style=style,
+            agent_id=agent_id,
         )
 
     @checked("user_id")
@@ -218,7 +224,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
 
     # ------------------------------------------------------------------ memories
 
-    @checked("user_id", "query")
+    @checked("user_id", "query", "agent_id")
     def search(
         self,
         user_id: str,
@@ -231,6 +237,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         since: datetime | None = None,
         include_sensitive: bool = False,
         now: datetime | None = None,
+        agent_id: str | None = None,
     ) -> list[SearchHit]:
         """The user's memories for a query, best first, with their score and its parts:
         the assembler's read and ranking (memlane.pipeline.ranking.search), no budget, no XML.
@@ -245,6 +252,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
                 min_score=min_score,
                 since=since,
                 include_sensitive=include_sensitive,
+                agent_id=agent_id,
             )
         except ValidationError as exc:
             raise InvalidInputError(problems_of(exc, at_most=1)) from None

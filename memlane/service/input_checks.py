@@ -28,7 +28,7 @@ def check_text(value: str, name: str) -> str:
     is read by the wire schemas' rule (UserIdIn): stripped, 1 to 200 characters, no
     '/', so `" u1 "` is user `u1` at every door."""
     try:
-        if name == "user_id":
+        if name in ("user_id", "agent_id"):  # an agent id follows the user id's rule
             return _USER_ID.validate_python(value)
         return storable_text(value)
     except ValidationError as exc:

@@ -157,7 +157,7 @@ class MemoryCuration:
         stored, new = self.add_or_confirm(user_id, created)
         return Remembered(outcome="stored" if new else "known", memory=stored)
 
-    @checked("user_id", "cursor")
+    @checked("user_id", "cursor", "agent_id")
     def memories_page(
         self,
         user_id: str,
@@ -165,11 +165,13 @@ class MemoryCuration:
         status: MemoryStatus | None = "active",
         limit: int = 100,
         cursor: str | None = None,
+        agent_id: str | None = None,
     ) -> MemoryPage:
         """A page of the user's memories, newest first; `next_cursor` (None on the last
-        page) asks for the next. Exact however the store changes between pages."""
+        page) asks for the next. Exact however the store changes between pages.
+        `agent_id`: the shared memories and that agent's; without, the shared ones."""
         return memory_pages.memories_page(
-            self.url, user_id, status=status, limit=limit, cursor=cursor
+            self.url, user_id, status=status, limit=limit, cursor=cursor, agent_id=agent_id
         )
 
     @checked("user_id", "memory_id")
@@ -177,7 +179,7 @@ class MemoryCuration:
         with unit_of_work(self.url) as session:
             return rows.to_public(memories.get(session, user_id, memory_id))
 
-    @checked("user_id")
+    @checked("user_id", "agent_id")
     def list_memories(
         self,
         user_id: str,
@@ -185,10 +187,13 @@ class MemoryCuration:
         status: MemoryStatus | None = "active",
         limit: int = 100,
         offset: int = 0,
+        agent_id: str | None = None,
     ) -> list[MemoryPublic]:
+        """The user's memories, most important first: the shared ones and, with
+        `agent_id`, that agent's (memlane.pipeline.scope)."""
         with unit_of_work(self.url) as session:
             return memories.list_for_user(
-                session, user_id, status=status, limit=limit, offset=offset
+                session, user_id, status=status, limit=limit, offset=offset, agent_id=agent_id
             )
 
     @checked("user_id", "memory_id")

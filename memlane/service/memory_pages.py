@@ -45,6 +45,7 @@ def memories_page(
     status: MemoryStatus | None,
     limit: int,
     cursor: str | None,
+    agent_id: str | None = None,
 ) -> MemoryPage:
     if not 1 <= limit <= 1000:
         raise InvalidInputError(f"limit: must be between 1 and 1000, not {limit}")
@@ -52,7 +53,7 @@ def memories_page(
     with unit_of_work(url) as session:
         # One more than asked: whether a next page exists, without a count.
         rows = memories.page_for_user(
-            session, user_id, status=status, limit=limit + 1, before_ref=before
+            session, user_id, status=status, limit=limit + 1, before_ref=before, agent_id=agent_id
         )
     more = len(rows) > limit
     rows = rows[:limit]

@@ -54,6 +54,7 @@ def search(
         lexical_top_k=max(s.lexical_top_k, request.limit) * widen,
         include_sensitive=request.include_sensitive,
         approximate=wants_hnsw(s.vector_index, embedder.capabilities),
+        agent_id=request.agent_id,
     )
     candidates, _ = assembly_reads.read_for_assembly(
         url, request.user_id, wanted, episode_limit=0, embed_for=embed_for

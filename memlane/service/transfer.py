@@ -37,14 +37,18 @@ class UserTransfer:
         @property
         def embedder(self) -> Embedder: ...
 
-    @checked("user_id")
-    def export_user(self, user_id: str, *, messages: bool = False) -> Iterator[str]:
+    @checked("user_id", "agent_id")
+    def export_user(
+        self, user_id: str, *, messages: bool = False, agent_id: str | None = None
+    ) -> Iterator[str]:
         """The user's data as JSON lines (each without its newline): a header, then
         memories with their keywords, vectors and history, episodes, procedures, soul
         blocks, and with `messages` their conversations and messages. Read lazily, in
-        one transaction: iterate it to the end (or close it)."""
+        one transaction: iterate it to the end (or close it). `agent_id`: what that
+        agent sees, the shared data and its own; without, every agent's."""
         with unit_of_work(self.url) as session:
-            for record in user_export.export_rows(session, user_id, messages=messages):
+            rows = user_export.export_rows(session, user_id, messages=messages, agent_id=agent_id)
+            for record in rows:
                 yield json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
     def import_user(

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from memlane.config.settings import Settings
 from memlane.models.db import one_statement, unit_of_work
 from memlane.models.store.conversations import job_windows, jobs
-from memlane.models.store.memories import fingerprints, memories, scrub
+from memlane.models.store.memories import fingerprints, memories, scopes, scrub
 from memlane.models.store.reads import dedup as dedup_reads
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import context_items
@@ -33,6 +33,7 @@ from memlane.pipeline.errors import ExtractionError, MemlaneError
 from memlane.pipeline.extraction.offline.extractor import extract_offline
 from memlane.pipeline.ranking import tiers
 from memlane.pipeline.records import Extraction, ExtractionWindow
+from memlane.pipeline.scope import insert_scope, memory_scope, promoted
 from memlane.workers.embedders import get_embedder
 from memlane.workers.errors import PermanentProviderError, TransientProviderError
 from memlane.workers.indexing import index_if_large
@@ -237,6 +238,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
         kept = job.extraction
         attempts = job.attempts
         user_id, conversation_id = job.user_id, job.conversation_id
+        agent_id = scopes.conversation_agent(session, conversation_id)
         new_from, window_end = job.new_from_seq, job.window_end_seq
     if not kept:  # a store stage with nothing to store (jobs.retry sends it to extract)
         return _fail(settings, job_id, MemlaneError(DROPPED))
@@ -269,6 +271,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 [(s.memory.content, s.keywords) for s in sightings],
                 threshold=settings.dedup_threshold,
                 min_keywords=settings.dedup_min_keywords,
+                agent_id=agent_id,
             )
             secret, prints = fingerprints.read(session, user_id)
             kept_out = set(
@@ -290,6 +293,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                     [episode_vector] = embedder.embed([episode.summary])
                 sightings = [s for i, s in enumerate(sightings) if i not in kept_out]
                 vectors = [v for i, v in enumerate(vectors) if i not in kept_out]
+            owners = [memory_scope(s.memory, agent_id) for s in sightings]
             plan = dedup.plan(
                 sightings,
                 known,
@@ -312,7 +316,14 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 now=now,
                 stated_at=stated_at,
                 first_ref=first_ref,
+                agents=[insert_scope(owners, p.sighting_indices) for p in plan.inserts],
             )
+            confirmed = [(b.memory_id, b.sighting_indices) for b in plan.bumps] + [
+                (r.memory_id, r.sighting_indices) for r in plan.rereads
+            ]
+            by_id = {m.id: m for m in known}
+            shared = [by_id[i] for i in promoted(confirmed, by_id, owners)]
+            scopes.share(session, user_id, shared, job_id=job_id, now=now)
             memories.promote_to_verified(
                 session,
                 user_id,
@@ -332,6 +343,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 embedding=episode_vector,
                 embedding_model=embedder.name,
                 ref=first_ref + len(plan.inserts),
+                agent_id=agent_id,
             )
             suppressed = len(kept_out) + sum(len(f.sighting_indices) for f in plan.forgotten)
             jobs.done(session, job_id, now=now, suppressed=suppressed)

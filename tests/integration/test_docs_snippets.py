@@ -165,6 +165,14 @@ def test_the_client_tour(server: Server, provider: Provider) -> None:
     assert [event.kind for event in tour["history"]][-1] == "pinned"
 
 
+def test_the_agents_snippet(server: Server, provider: Provider) -> None:
+    ran = runpy.run_path(str(SNIPPETS / "agents.py"))
+    assert "Sam" in ran["context"].context and "Porto" in ran["context"].context
+    assert set(ran["scopes"].values()) == {"user", "agent:tutor"}
+    assert {m.agent_id for m in ran["own"]} == {None, "tutor"}
+    assert "Porto" in ran["coach"] and "Sam" not in ran["coach"]
+
+
 def test_the_facade_on_the_embedded_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

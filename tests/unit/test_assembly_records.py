@@ -34,7 +34,7 @@ def test_a_record_is_what_model_construct_and_validation_give() -> None:
         accessed_at=NOW,
         ref=7,
     )
-    row = (*values.values(), "hashing-256", 256, 0.5, None)
+    row = (*values.values(), "hashing-256", 256, None, 0.5, None)  # no agent: shared
     at = {name: i for i, name in enumerate(COLUMNS)}
     record = _record(row, at)
     constructed = MemoryRecord.model_construct(**values)
@@ -66,6 +66,7 @@ def test_a_stored_record_is_what_model_construct_gives() -> None:
         source_conversation_id="c1",
         source_job_id="job_1",
         evidence_seq=3,
+        agent_id="agent-a",
     )
     assert list(values) == _NAMES  # the read's columns, in order
     record = stored_record(dict(values))

@@ -96,7 +96,9 @@ def test_the_prompt_and_the_schema_list_the_configured_set() -> None:
     item = schema["properties"]["memories"]["items"]
     assert item["properties"]["category"]["enum"] == ["fact", "hobby"]
     answer = {
-        "memories": [{"content": "x", "category": "hobby", "importance": 1, "confidence": 1}],
+        "memories": [
+            {"content": "x", "category": "hobby", "importance": 1, "confidence": 1, "about": "user"}
+        ],
         "episode": {"summary": "s", "topics": [], "outcome": None},
     }
     jsonschema.validate(answer, schema)

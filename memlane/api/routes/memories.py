@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import Query, Response
 
-from memlane.api.deps import Actor, Lane, UserId, needs, v1_router
+from memlane.api.deps import Actor, AgentId, Lane, UserId, needs, v1_router
 from memlane.models.schemas import MemoryCreate, MemoryEvent, MemoryPage, MemoryPatch, MemoryPublic
 from memlane.pipeline.records import MemoryStatus
 
@@ -26,12 +26,13 @@ def list_memories(
         str | None,
         Query(max_length=200, description="the `next_cursor` of the page before; none first"),
     ] = None,
+    agent_id: AgentId = None,
 ) -> MemoryPage:
     """The user's memories, newest first, a page at a time: follow `next_cursor` until
     it is null. Exact however the store changes meanwhile (pages are keyed on each
     memory's short id, which never changes)."""
     wanted = None if status == "all" else status
-    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor)
+    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor, agent_id=agent_id)
 
 
 @router.post(

@@ -57,11 +57,20 @@ def export_user(
     user_id: UserId,
     lane: Lane,
     messages: Annotated[bool, Query(description="include conversations and messages")] = False,
+    agent_id: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            description="what this agent sees: the shared data and its own; without one, "
+            "every agent's",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """The user's data as JSON lines (`memlane users export`): memories with their
     keywords, vectors and history, episodes, procedures, soul blocks, and optionally
     the messages; for `POST …/import` of another deployment."""
-    lines = lane.export_user(user_id, messages=messages)
+    lines = lane.export_user(user_id, messages=messages, agent_id=agent_id)
     return StreamingResponse((line + "\n" for line in lines), media_type=NDJSON)
 
 

@@ -56,6 +56,7 @@ def to_public(row: MemoryRow) -> MemoryPublic:
         source_conversation_id=row.source_conversation_id,
         source_job_id=row.source_job_id,
         language=row.language,
+        agent_id=row.agent_id,
     )
 
 
@@ -102,6 +103,7 @@ _MEMORY_COLUMNS: tuple[Any, ...] = (
     MemoryRow.source_conversation_id,
     MemoryRow.source_job_id,
     MemoryRow.evidence_seq,
+    MemoryRow.agent_id,
 )
 _NAMES = [column.key for column in _MEMORY_COLUMNS]
 _KEYWORDS = _NAMES.index("keywords")

@@ -13,6 +13,7 @@ from memlane.pipeline.assembly.records import AssemblyInput, DropReason
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.ranking.scoring import RankedMemory
 from memlane.pipeline.records import SOUL_KINDS, EpisodeRecord, MemoryRecord, Procedure, SoulBlock
+from memlane.pipeline.scope import sees
 
 _WORD = re.compile(r"\w+")
 MIN_MATCH_WORD = 3
@@ -42,7 +43,8 @@ def split_memories(
 ) -> tuple[list[MemoryRecord], list[tuple[MemoryRecord, DropReason]]]:
     """The user's memories: usable ones, and excluded ones with the reason (by id).
 
-    Other users' memories are in neither list: they must not even appear in the pack.
+    Other users' memories, and other agents' (pipeline.scope), are in neither list: they
+    must not even appear in the pack.
     An id read twice (the store's read is a union of several queries) counts once.
     """
     usable, excluded = split(request.memories, request, seen=set())
@@ -58,7 +60,11 @@ def split(
     usable: list[MemoryRecord] = []
     excluded: list[tuple[MemoryRecord, DropReason]] = []
     for memory in memories:
-        if memory.user_id != request.user_id or memory.id in seen:
+        if (
+            memory.user_id != request.user_id
+            or memory.id in seen
+            or not sees(request.agent_id, memory.agent_id)
+        ):
             continue
         seen.add(memory.id)
         reason = memory_exclusion(memory, request)
@@ -82,8 +88,15 @@ def soul_blocks(request: AssemblyInput) -> list[SoulBlock]:
 
 
 def episodes(request: AssemblyInput) -> list[EpisodeRecord]:
-    """The user's episodes, created_at descending, ties by id ascending."""
-    mine = sorted((e for e in request.episodes if e.user_id == request.user_id), key=lambda e: e.id)
+    """The user's episodes the agent sees, created_at descending, ties by id ascending."""
+    mine = sorted(
+        (
+            e
+            for e in request.episodes
+            if e.user_id == request.user_id and sees(request.agent_id, e.agent_id)
+        ),
+        key=lambda e: e.id,
+    )
     return sorted(mine, key=lambda e: e.created_at, reverse=True)
 
 

@@ -27,6 +27,7 @@ from memlane.pipeline.assembly.records import (
 from memlane.pipeline.dedup.keywords import stem
 from memlane.pipeline.ranking.scoring import RankedMemory, ScoreBreakdown
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
+from memlane.pipeline.scope import scope_label
 
 _PACK_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "memlane:context-pack")
 _R = TypeVar("_R", SoulBlock, MemoryRecord, EpisodeRecord, Procedure)
@@ -205,6 +206,9 @@ def pack_item(e: AnyEntry) -> dict[str, object]:
         "tokens": e.tokens,
         "included": e.included,
         "drop_reason": e.drop_reason,
+        "scope": scope_label(
+            e.record.agent_id if isinstance(e.record, MemoryRecord | EpisodeRecord) else None
+        ),
     }
 
 
@@ -219,6 +223,7 @@ def excluded_item(m: MemoryRecord, reason: DropReason) -> dict[str, object]:
         "tokens": None,
         "included": False,
         "drop_reason": reason,
+        "scope": scope_label(m.agent_id),
     }
 
 
@@ -249,11 +254,14 @@ def pack_of(
             request.style,
             budget,
             hashlib.sha256(text.encode()).hexdigest(),
+            # only when named: a call without an agent keeps the id it always had
+            *([] if request.agent_id is None else [request.agent_id]),
         ]
     )
     return {
         "pack_id": f"pack_{uuid.uuid5(_PACK_NAMESPACE, key).hex}",
         "user_id": request.user_id,
+        "agent_id": request.agent_id,
         "query": request.query,
         "assembled_at": request.now,
         "strategy": request.strategy,

@@ -78,6 +78,8 @@ class AssemblyInput:
     # The time the query names (pipeline.ranking.time_window), which weighed the
     # relevance given: shown in the pack.
     time_window: TimeWindow | None = None
+    # The agent asking (pipeline.scope): its items and the shared ones; None: shared only.
+    agent_id: str | None = None
 
 
 class ScoreComponents(Frozen):
@@ -98,6 +100,8 @@ class PackItem(Frozen):
     tokens: int | None = None
     included: bool
     drop_reason: DropReason | None = None
+    # "user" (shared) or "agent:<id>" (pipeline.scope.scope_label)
+    scope: str = "user"
 
 
 class PackEvent(Frozen):
@@ -117,6 +121,7 @@ class PackTimeWindow(Frozen):
 class ContextPack(Frozen):
     pack_id: str
     user_id: str
+    agent_id: str | None = None  # the agent it was assembled for (pipeline.scope)
     query: str | None
     assembled_at: datetime
     strategy: Strategy

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 from memlane.pipeline.errors import ExtractionError
 from memlane.pipeline.extraction.prompts import MAX_MEMORIES
 from memlane.pipeline.records import (
+    About,
     ExtractedEpisode,
     ExtractedMemory,
     Extraction,
@@ -154,6 +155,11 @@ def _memory(item: object, where: str, categories: Sequence[str]) -> ExtractedMem
         scores[name] = score
     seq = item.get("source_seq")
     source_seq = seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+    # The safe reading of a missing or unknown scope is the default: about the user.
+    raw_about = item.get("about")
+    about: About = (
+        "agent" if isinstance(raw_about, str) and raw_about.strip().lower() == "agent" else "user"
+    )
     try:
         return ExtractedMemory(
             content=content,
@@ -161,6 +167,7 @@ def _memory(item: object, where: str, categories: Sequence[str]) -> ExtractedMem
             importance=scores["importance"],
             confidence=scores["confidence"],
             source_seq=source_seq,
+            about=about,
         )
     except ValidationError as error:  # unreachable by the checks above; kept total
         return f"{where}: {error.errors()[0]['msg']}"

@@ -65,8 +65,8 @@ user or the assistant said.
 
 Answer with exactly one JSON object and nothing else:
 {"memories": [{"content": "...", "category": "@CATEGORY_NAMES@", \
-"importance": 0.0, "confidence": 0.0}], "episode": {"summary": "...", "topics": ["..."], \
-"outcome": "..." or null}}
+"importance": 0.0, "confidence": 0.0, "about": "user|agent"}], "episode": {"summary": "...", \
+"topics": ["..."], "outcome": "..." or null}}
 
 Memories:
 - 0 to @MAX@ memories. An empty list is the right answer when the new messages hold \
@@ -86,6 +86,10 @@ the user switches language, each memory is in the language its fact was said in.
 like Jest anymore.", never "User likes Jest."
 - Nothing about the assistant itself, no small talk, no secrets (passwords, keys, card \
 numbers).
+- about: "agent" when the memory is how the user wants this assistant in particular to \
+treat them (what to call them, how to answer, what to do or avoid when answering: "User \
+wants answers in bullet points."); "user" for everything else, which every assistant of \
+the user may know. When unsure, "user".
 
 Episode: what the new messages were about. summary: one or two sentences; topics: up to 5 \
 short lowercase keywords; outcome: what was decided or achieved, or null.
@@ -162,8 +166,9 @@ def extraction_json_schema(categories: Sequence[str]) -> dict[str, Any]:
                         "category": {"type": "string", "enum": list(categories)},
                         "importance": _SCORE,
                         "confidence": _SCORE,
+                        "about": {"type": "string", "enum": ["user", "agent"]},
                     },
-                    "required": ["content", "category", "importance", "confidence"],
+                    "required": ["content", "category", "importance", "confidence", "about"],
                     "additionalProperties": False,
                 },
             },

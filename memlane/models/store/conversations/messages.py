@@ -46,6 +46,7 @@ class _Locked:
     extracted_to_seq: int
     final: bool
     last_message_at: datetime
+    agent_id: str | None
 
 
 _CONVERSATIONS = cast(Table, Conversation.__table__)
@@ -81,6 +82,7 @@ def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime
     values = {
         "id": transcript.conversation_id,
         "user_id": transcript.user_id,
+        "agent_id": transcript.agent_id,
         "message_count": 0,
         "assistant_count": 0,
         "extracted_to_seq": -1,
@@ -95,7 +97,18 @@ def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime
             f"conversation {transcript.conversation_id!r} belongs to another user; "
             "a conversation id is unique across users"
         )
+    if conversation.agent_id != transcript.agent_id:
+        # what was learned from it already belongs to the agent it was first sent with
+        raise TranscriptError(
+            f"conversation {transcript.conversation_id!r} is with "
+            f"{_agent(conversation.agent_id)}, not {_agent(transcript.agent_id)}; a "
+            "conversation keeps the agent_id it was first sent with"
+        )
     return conversation
+
+
+def _agent(agent_id: str | None) -> str:
+    return "no agent" if agent_id is None else f"agent {agent_id!r}"
 
 
 def save_transcript(

@@ -61,6 +61,7 @@ _COLUMNS = [
     "json_group_array(source_conversation_id)",
     "json_group_array(source_job_id)",
     "json_group_array(evidence_seq)",
+    "json_group_array(agent_id)",
     # the embedder of a stored vector (None: no vector), as the row read reports it
     "json_group_array(CASE WHEN embedding IS NOT NULL AND embedding_model <> ''"
     " THEN embedding_model END)",
@@ -69,7 +70,11 @@ _COLUMNS = [
     "count(*)",
     f"sum(NOT ({_EXACT.format(x='importance')} AND {_EXACT.format(x='confidence')}))",
 ]
-_SQL = f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE user_id = :user_id AND status = 'active'"
+# An agent's read sees the shared memories and its own; with none (NULL), the shared only.
+_SQL = (
+    f"SELECT {', '.join(_COLUMNS)} FROM memories WHERE user_id = :user_id AND status = 'active'"
+    " AND (agent_id IS NULL OR agent_id = :agent_id)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,7 @@ class MemoryColumns:
     conversations: Sequence[str | None]
     jobs: Sequence[str | None]
     evidence: Sequence[int | None]
+    agents: Sequence[str | None]
     stored: Sequence[str | None]
     vectors: npt.NDArray[np.float32]
     with_vectors: npt.NDArray[np.bool_]
@@ -112,12 +118,14 @@ def parse_keywords(joined: str) -> list[list[str]]:
     return parsed
 
 
-def sqlite_columns(driver: Any, user_id: str, *, model: str, dim: int) -> MemoryColumns | None:
-    """The user's active memories read on a sqlite3 connection in one row of
-    aggregates; None when there are none, a float would not come back exactly (module
-    docstring) or an aggregate would be longer than SQLite allows: the row read serves
-    those."""
-    given = {"model": model, "size": 4 * dim, "user_id": user_id}
+def sqlite_columns(
+    driver: Any, user_id: str, *, model: str, dim: int, agent_id: str | None = None
+) -> MemoryColumns | None:
+    """The user's active memories `agent_id` sees (pipeline.scope) read on a sqlite3
+    connection in one row of aggregates; None when there are none, a float would not come
+    back exactly (module docstring) or an aggregate would be longer than SQLite allows:
+    the row read serves those."""
+    given = {"model": model, "size": 4 * dim, "user_id": user_id, "agent_id": agent_id}
     cursor = driver.cursor()
     try:
         row = cursor.execute(_SQL, given).fetchone()
@@ -149,6 +157,7 @@ def sqlite_columns(driver: Any, user_id: str, *, model: str, dim: int) -> Memory
         conversations,
         jobs,
         evidence,
+        agents,
         stored,
     ) = map(orjson.loads, texts)
     mask = np.array(orjson.loads(usable), dtype=np.bool_)
@@ -193,6 +202,7 @@ def sqlite_columns(driver: Any, user_id: str, *, model: str, dim: int) -> Memory
         conversations=take(conversations),
         jobs=take(jobs),
         evidence=take(evidence),
+        agents=take(agents),
         stored=take(stored),
         vectors=vectors,
         with_vectors=mask,

@@ -17,6 +17,7 @@ from sqlalchemy.sql.elements import BindParameter
 from memlane.models.schemas import EventKind, MemoryCreate, MemoryPublic
 from memlane.models.store.memories import events as memory_events
 from memlane.models.store.memories import keyword_index, refs
+from memlane.models.store.memories.scopes import seen_by
 from memlane.models.store.rows import to_public
 from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryRow
@@ -141,10 +142,13 @@ def list_for_user(
     status: MemoryStatus | None = "active",
     limit: int = 100,
     offset: int = 0,
+    agent_id: str | None = None,
 ) -> list[MemoryPublic]:
+    """The user's memories `agent_id` sees (the shared ones and its own; None: the
+    shared ones), most important first."""
     query = (
         select(MemoryRow)
-        .where(MemoryRow.user_id == user_id)
+        .where(MemoryRow.user_id == user_id, seen_by(MemoryRow.agent_id, agent_id))
         .order_by(MemoryRow.importance.desc(), MemoryRow.created_at.desc(), MemoryRow.id)
         .limit(limit)
         .offset(offset)
@@ -161,13 +165,15 @@ def page_for_user(
     status: MemoryStatus | None = "active",
     limit: int = 100,
     before_ref: int | None = None,
+    agent_id: str | None = None,
 ) -> list[MemoryPublic]:
-    """The user's memories newest first (by `ref`, which never changes and is never
-    reused), those older than `before_ref` when given: a keyset page, exact however the
-    store changes between pages (a memory's importance may, its ref may not)."""
+    """The user's memories `agent_id` sees (as `list_for_user`) newest first (by `ref`,
+    which never changes and is never reused), those older than `before_ref` when given: a
+    keyset page, exact however the store changes between pages (a memory's importance
+    may, its ref may not)."""
     query = (
         select(MemoryRow)
-        .where(MemoryRow.user_id == user_id)
+        .where(MemoryRow.user_id == user_id, seen_by(MemoryRow.agent_id, agent_id))
         .order_by(MemoryRow.ref.desc())
         .limit(limit)
     )
@@ -214,8 +220,10 @@ def apply_plan(
     now: datetime,
     stated_at: Mapping[int, datetime] | None = None,
     first_ref: int | None = None,
+    agents: Sequence[str | None] = (),
 ) -> list[str]:
-    """Apply a dedup plan under the user's lock (`user_lock`). `vectors[i]` embeds
+    """Apply a dedup plan under the user's lock (`user_lock`). `agents[i]`: the agent
+    insert i belongs to (pipeline.scope.insert_scope; none given: all shared). `vectors[i]` embeds
     sighting i; `stated_at` maps a message seq of the conversation to when it was said,
     so a memory is dated by the message that stated it (never later than `now`);
     `first_ref`: the first of len(plan.inserts) refs the caller allocated (else they are
@@ -254,6 +262,7 @@ def apply_plan(
                 "source_from_seq": planned.evidence_from_seq,
                 "source_to_seq": planned.evidence_to_seq,
                 "evidence_seq": planned.evidence_to_seq,
+                "agent_id": agents[position] if agents else None,
             }
         )
     inserted = [row["id"] for row in rows]

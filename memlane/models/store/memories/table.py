@@ -39,6 +39,7 @@ from sqlalchemy import (
     cast,
     extract,
     func,
+    or_,
     select,
     type_coerce,
 )
@@ -89,6 +90,7 @@ def _columns(postgres: bool) -> list[Any]:
         MemoryRow.source_conversation_id,
         MemoryRow.source_job_id,
         MemoryRow.evidence_seq,
+        MemoryRow.agent_id,
         MemoryRow.embedding_model,
         vector,
     ]
@@ -96,7 +98,10 @@ def _columns(postgres: bool) -> list[Any]:
 
 def _active(postgres: bool) -> Any:
     return select(*_columns(postgres)).where(
-        MemoryRow.user_id == bindparam("user_id"), MemoryRow.status == "active"
+        MemoryRow.user_id == bindparam("user_id"),
+        MemoryRow.status == "active",
+        # what an agent's read sees (pipeline.scope): NULL, no agent, matches none
+        or_(MemoryRow.agent_id.is_(None), MemoryRow.agent_id == bindparam("agent_id")),
     )
 
 
@@ -112,7 +117,9 @@ def _sqlite_read() -> tuple[str, tuple[str, ...], dict[str, Any]]:
     return compiled.string, tuple(compiled.positiontup or ()), dict(compiled.params)
 
 
-def _rows(session: Session, user_id: str, postgres: bool) -> list[tuple[Any, ...]]:
+def _rows(
+    session: Session, user_id: str, postgres: bool, agent_id: str | None
+) -> list[tuple[Any, ...]]:
     """The rows, in no order. On PostgreSQL on the session's own psycopg connection (its
     transaction) in the binary protocol: vectors come as bytes instead of hex text, and
     the rows skip SQLAlchemy's result machinery; on SQLite on its own connection too."""
@@ -120,11 +127,11 @@ def _rows(session: Session, user_id: str, postgres: bool) -> list[tuple[Any, ...
     if postgres:
         read = _active_read()
         with driver.cursor(binary=True) as cursor:
-            cursor.execute(read.sql, {**read.params, "user_id": user_id})
+            cursor.execute(read.sql, {**read.params, "user_id": user_id, "agent_id": agent_id})
             rows: list[tuple[Any, ...]] = cursor.fetchall()
         return rows
     sql, order, fixed = _sqlite_read()
-    given = {**fixed, "user_id": user_id}
+    given = {**fixed, "user_id": user_id, "agent_id": agent_id}
     cursor = driver.cursor()
     try:
         return list(cursor.execute(sql, [given[name] for name in order]).fetchall())
@@ -205,10 +212,16 @@ def _vectors(
 
 
 def _row_columns(
-    session: Session, user_id: str, postgres: bool, *, model: str, dim: int
+    session: Session,
+    user_id: str,
+    postgres: bool,
+    *,
+    model: str,
+    dim: int,
+    agent_id: str | None = None,
 ) -> MemoryColumns:
     """The columns from the rows, a row per memory."""
-    rows = sorted(_rows(session, user_id, postgres), key=itemgetter(0))
+    rows = sorted(_rows(session, user_id, postgres, agent_id), key=itemgetter(0))
     (
         ids,
         contents,
@@ -227,6 +240,7 @@ def _row_columns(
         conversations,
         jobs,
         evidence,
+        agents,
         models,
         raws,
     ) = zip(*rows, strict=True) if rows else ((),) * len(_columns(postgres))
@@ -249,6 +263,7 @@ def _row_columns(
         conversations=conversations,
         jobs=jobs,
         evidence=evidence,
+        agents=agents,
         stored=[
             of if of and raw is not None else None for of, raw in zip(models, raws, strict=True)
         ],
@@ -257,25 +272,29 @@ def _row_columns(
     )
 
 
-def read_columns(session: Session, user_id: str, *, model: str, dim: int) -> MemoryColumns:
-    """The user's active memories column by column: on SQLite in one row of aggregates
+def read_columns(
+    session: Session, user_id: str, *, model: str, dim: int, agent_id: str | None = None
+) -> MemoryColumns:
+    """The user's active memories `agent_id` sees (None: the shared ones; pipeline.scope)
+    column by column: on SQLite in one row of aggregates
     (store/memories/columns.py) unless that read declines, else a row per memory."""
     postgres = session.get_bind().dialect.name == "postgresql"
     if not postgres:
         driver: Any = session.connection().connection.driver_connection
-        columns = sqlite_columns(driver, user_id, model=model, dim=dim)
+        columns = sqlite_columns(driver, user_id, model=model, dim=dim, agent_id=agent_id)
         if columns is not None:
             return columns
-    return _row_columns(session, user_id, postgres, model=model, dim=dim)
+    return _row_columns(session, user_id, postgres, model=model, dim=dim, agent_id=agent_id)
 
 
 def read(
-    session: Session, user_id: str, *, model: str, dim: int
+    session: Session, user_id: str, *, model: str, dim: int, agent_id: str | None = None
 ) -> tuple[MemoryTable, list[str | None]]:
-    """The user's active memories in id order, with their vectors of `model` (of `dim`),
-    and the embedder of each one's stored vector (None: no vector)."""
+    """The user's active memories `agent_id` sees in id order, with their vectors of
+    `model` (of `dim`), and the embedder of each one's stored vector (None: no vector)."""
     postgres = session.get_bind().dialect.name == "postgresql"
-    return table_of(read_columns(session, user_id, model=model, dim=dim), user_id, postgres)
+    columns = read_columns(session, user_id, model=model, dim=dim, agent_id=agent_id)
+    return table_of(columns, user_id, postgres)
 
 
 def table_of(
@@ -307,7 +326,7 @@ def table_of(
         columns.tiers,
     )
     accessed_at, conversations = columns.accessed_at, columns.conversations
-    jobs, evidence = columns.jobs, columns.evidence
+    jobs, evidence, agents = columns.jobs, columns.evidence, columns.agents
 
     def record(row: int) -> MemoryRecord:
         return stored_record(
@@ -331,6 +350,7 @@ def table_of(
                 "source_conversation_id": conversations[row],
                 "source_job_id": jobs[row],
                 "evidence_seq": evidence[row],
+                "agent_id": agents[row],
             }
         )
 

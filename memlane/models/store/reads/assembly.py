@@ -101,6 +101,7 @@ _COLUMNS = (
     MemoryRow.ref,
     MemoryRow.embedding_model,
     MemoryRow.embedding_dim,
+    MemoryRow.agent_id,
 )
 
 # A typed NULL: in a UNION, PostgreSQL would otherwise read an untyped one as text.
@@ -126,9 +127,11 @@ class AssemblyCandidates:
 
 
 def _visible(include_sensitive: bool) -> list[ColumnElement[bool]]:
-    """The safety filter of every read here; parameters `user_id` and `now`."""
+    """The safety filter of every read here; parameters `user_id`, `now` and `agent_id`
+    (pipeline.scope: the shared memories and that agent's; NULL, no agent, matches none)."""
     conditions: list[ColumnElement[bool]] = [
         MemoryRow.user_id == bindparam("user_id"),
+        or_(MemoryRow.agent_id.is_(None), MemoryRow.agent_id == bindparam("agent_id")),
         MemoryRow.status == "active",
         or_(MemoryRow.expires_at.is_(None), MemoryRow.expires_at > bindparam("now")),
     ]
@@ -174,6 +177,7 @@ def _record(row: Any, at: dict[str, int]) -> MemoryRecord:
             "source_conversation_id": None,
             "source_job_id": None,
             "evidence_seq": None,
+            "agent_id": row[at["agent_id"]],
         }
     )
 
@@ -229,6 +233,7 @@ class CandidateQuery:
     include_sensitive: bool = False
     approximate: bool = False
     max_word_postings: int = MAX_WORD_POSTINGS
+    agent_id: str | None = None  # whose memories besides the shared ones (pipeline.scope)
 
 
 def assembly_candidates(
@@ -269,7 +274,10 @@ def read_for_assembly(
 
         def read(session: Session) -> tuple[AssemblyCandidates, ContextItems]:
             candidates = candidates_in(session, user_id, query, embed_for)
-            return candidates, context_items(session, user_id, episode_limit=episode_limit)
+            items = context_items(
+                session, user_id, episode_limit=episode_limit, agent_id=query.agent_id
+            )
+            return candidates, items
 
         return read_unit(url, read)
     plan = _CandidatesRead.plan(True, user_id, query)
@@ -278,7 +286,10 @@ def read_for_assembly(
     items_sql = _items_sql(episode_limit)
     (names, rows), (_, item_rows) = run_reads(
         autocommit_engine(url),
-        [(candidates_sql, plan.pg_params()), (items_sql, {"user_id": user_id})],
+        [
+            (candidates_sql, plan.pg_params()),
+            (items_sql, {"user_id": user_id, "agent_id": query.agent_id}),
+        ],
     )
     candidates = plan.collect(names, rows, lambda follow_up: read_unit(url, follow_up), embed_for)
     return candidates, items_from_rows(item_rows)
@@ -338,6 +349,7 @@ class _CandidatesRead:
         )
         params: dict[str, Any] = {
             "user_id": user_id,
+            "agent_id": query.agent_id,
             "now": query.now,
             "strategy_k": query.strategy_top_k or query.top_k,
             "vector_k": query.top_k,
@@ -380,7 +392,7 @@ class _CandidatesRead:
         query_vector = query.query_vector
         found = _Found(
             _visible(query.include_sensitive),
-            {"user_id": self.user_id, "now": query.now},
+            {"user_id": self.user_id, "now": query.now, "agent_id": query.agent_id},
             query.top_k,
         )
         found.add_rows(names, rows)

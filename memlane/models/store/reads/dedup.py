@@ -39,13 +39,22 @@ def candidates(
     *,
     threshold: float,
     min_keywords: int,
+    agent_id: str | None = None,
 ) -> list[MemoryRecord]:
-    """The active and forgotten memories of the user (a forgotten one stays forgotten:
+    """The active and forgotten memories of the user that `agent_id` sees (the shared
+    ones and its own, pipeline.scope: dedup compares within what one assembly sees
+    together; None, the shared ones) (a forgotten one stays forgotten:
     pipeline.dedup.plan rule 0) that the plan of the new (text, keywords) statements reads, in
     id order: each statement's best duplicate, or the memories it contradicts
     (pipeline.dedup.needs). `dedup.plan` over them decides as over the whole store (a
     keyword-less text's exact repeat excepted: it has no keyword to be found by)."""
-    may = found(session, user_id, [words for _, words in statements], threshold=threshold)
+    may = found(
+        session,
+        user_id,
+        [words for _, words in statements],
+        threshold=threshold,
+        agent_id=agent_id,
+    )
     ids = needed(statements, may, threshold=threshold, min_keywords=min_keywords)
     if not ids:
         return []
@@ -65,8 +74,9 @@ def found(
     keyword_sets: Sequence[frozenset[str]],
     *,
     threshold: float,
+    agent_id: str | None = None,
 ) -> list[Found]:
-    """Every active or forgotten memory of the user whose keywords may duplicate or
+    """Every active or forgotten memory of the user `agent_id` sees whose keywords may duplicate or
     contradict one of the sets (`prefix_filter.could_match`), in the index's order: all
     that do (a keyword-less text's exact repeat excepted)."""
     sets = [words for words in keyword_sets if words]
@@ -81,7 +91,7 @@ def found(
     made = probes(sets, frequency, threshold=threshold, total=total)
     # What the choice reads of every memory a probe finds: most often none may match;
     # for a short common statement, hundreds do. Their keywords parsed at once.
-    light = sql.rows(*sql.found(user_id, made))
+    light = sql.rows(*sql.found(user_id, made, agent_id))
     parsed = json.loads("[" + ",".join(words or "[]" for _, _, words, _ in light) + "]")
     may_match = Matcher(sets, threshold=threshold)
     return [
@@ -141,17 +151,21 @@ class _Sql:
         )
         return text, params
 
-    def found(self, user_id: str, made: Sequence[Probe]) -> tuple[str, dict[str, Any]]:
+    def found(
+        self, user_id: str, made: Sequence[Probe], agent_id: str | None
+    ) -> tuple[str, dict[str, Any]]:
         """The id, status, keywords (JSON text) and text of every active or forgotten
         memory a probe finds: each probe's postings read in the index (user, keyword,
         topic size, size) within each word's size range, counted per memory, and only the
         rows of the memories found that often read."""
-        params: dict[str, Any] = {"user_id": user_id}
+        params: dict[str, Any] = {"user_id": user_id, "agent_id": agent_id}
         parts = [self._probe(i, probe, params) for i, probe in enumerate(made)]
         keywords = "CAST(keywords AS TEXT)" if self.postgres else "keywords"
         text = (
             f"SELECT id, status, {keywords}, content FROM memories"
             f" WHERE id IN ({' UNION '.join(parts)}) AND status IN ('active', 'deleted')"
+            # NULL (no agent) matches no agent_id: the shared memories alone
+            f" AND (agent_id IS NULL OR agent_id = {self._param('agent_id')})"
         )
         return text, params
 

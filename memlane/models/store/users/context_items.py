@@ -65,6 +65,7 @@ def save_episode(
     embedding: Sequence[float] | None = None,
     embedding_model: str | None = None,
     ref: int | None = None,
+    agent_id: str | None = None,
 ) -> str:
     """One episode per job (unique job_id), so a repeated store stage adds none.
     `created_at`: when the last message it summarises was said; `ref`: one the caller
@@ -91,6 +92,7 @@ def save_episode(
             "embedding": vector,
             "embedding_model": embedding_model if vector is not None else None,
             "embedding_dim": len(vector) if vector is not None else None,
+            "agent_id": agent_id,
         },
     )
     return episode_id
@@ -115,6 +117,7 @@ def episode_record(row: EpisodeRow, *, with_embedding: bool = True) -> EpisodeRe
         created_at=row.created_at,
         ref=row.ref,
         embedding=tuple(row.embedding) if with_embedding and row.embedding is not None else None,
+        agent_id=row.agent_id,
     )
 
 
@@ -255,19 +258,25 @@ class ContextItems:
     procedures: list[Procedure]
 
 
-def context_items(session: Session, user_id: str, *, episode_limit: int = 10) -> ContextItems:
-    """The user's soul blocks, `episode_limit` most recent episodes and procedures, as
+def context_items(
+    session: Session, user_id: str, *, episode_limit: int = 10, agent_id: str | None = None
+) -> ContextItems:
+    """The user's soul blocks, `episode_limit` most recent episodes `agent_id` sees
+    (pipeline.scope) and procedures, as
     `soul_blocks`, `recent_episodes` and `procedures` give them, in one round trip (the
     assembler reads them on every call)."""
-    rows = session.execute(items_statement(episode_limit), {"user_id": user_id}).all()
+    rows = session.execute(
+        items_statement(episode_limit), {"user_id": user_id, "agent_id": agent_id}
+    ).all()
     return items_from_rows(rows)
 
 
 @lru_cache(maxsize=16)
 def items_statement(episode_limit: int) -> Any:
-    """The read of `context_items` (parameter `user_id`): one UNION ALL whose rows share
-    one shape, (part, id, user_id, t1, t2, t3, words, at, ref)."""
+    """The read of `context_items` (parameters `user_id`, `agent_id`): one UNION ALL
+    whose rows share one shape, (part, id, user_id, t1, t2, t3, words, at, ref, agent)."""
     text_null: Any = cast(null(), Text)
+    no_agent: Any = cast(null(), String)
     user_id = bindparam("user_id", type_=String)
     souls = select(
         literal("soul", String).label("part"),
@@ -279,6 +288,7 @@ def items_statement(episode_limit: int) -> Any:
         cast(null(), JSON).label("words"),
         SoulBlockRow.updated_at.label("at"),
         cast(null(), Integer).label("ref"),
+        no_agent.label("agent"),
     ).where(SoulBlockRow.user_id == user_id)
     episodes = (
         select(
@@ -291,8 +301,12 @@ def items_statement(episode_limit: int) -> Any:
             EpisodeRow.topics,
             EpisodeRow.created_at,
             EpisodeRow.ref,
+            EpisodeRow.agent_id,
         )
-        .where(EpisodeRow.user_id == user_id)
+        .where(
+            EpisodeRow.user_id == user_id,
+            or_(EpisodeRow.agent_id.is_(None), EpisodeRow.agent_id == bindparam("agent_id")),
+        )
         .order_by(EpisodeRow.created_at.desc(), EpisodeRow.id)
         .limit(episode_limit)
         # Named: an anonymous subquery draws its name from os.urandom on every call
@@ -310,6 +324,7 @@ def items_statement(episode_limit: int) -> Any:
         ProcedureRow.keywords,
         ProcedureRow.created_at,
         ProcedureRow.ref,
+        no_agent,
     ).where(ProcedureRow.user_id == user_id)
     return union_all(souls, episodes, procedures)
 
@@ -318,7 +333,7 @@ def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
     """`context_items` from the rows of `items_statement`, in the order the assembler
     reads them."""
     found = ContextItems([], [], [])
-    for part, item_id, owner, t1, t2, t3, words, at, ref in rows:
+    for part, item_id, owner, t1, t2, t3, words, at, ref, agent in rows:
         if part == "soul":
             found.soul_blocks.append(
                 SoulBlock(user_id=owner, kind=item_id, content=t1, updated_at=at)
@@ -334,6 +349,7 @@ def items_from_rows(rows: Iterable[Sequence[Any]]) -> ContextItems:
                     outcome=t2,
                     created_at=at,
                     ref=ref,
+                    agent_id=agent,
                 )
             )
         else:

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from memlane.models.schemas import UserIdIn
 from memlane.models.store.memories import keyword_index, memories, refs
+from memlane.models.store.memories.scopes import seen_by
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import import_owners, import_screen
 from memlane.models.store.users import import_rows as import_rows_schema
@@ -64,6 +65,8 @@ _LEFT_OUT = {
     "embedding_next_model",
     "embedding_next_dim",
 }
+# The tables whose rows belong to one agent or to all (agent_id; pipeline.scope).
+_SCOPED = ("conversations", "memories", "episodes")
 _ROW_IDS = {"memory_events", "messages"}  # their ids are the store's own counters
 _WITH_REF = ("memories", "episodes", "procedures")
 _EVENT_MEMORY = ("memory_events", "memory_id")
@@ -100,10 +103,20 @@ def _out(column: Any, value: Any) -> Any:
     return value
 
 
-def export_rows(session: Session, user_id: str, *, messages: bool) -> Iterator[dict[str, Any]]:
-    """The header, then every exported row of the user, each table in a stable order."""
+def export_rows(
+    session: Session, user_id: str, *, messages: bool, agent_id: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """The header, then every exported row of the user, each table in a stable order.
+    With `agent_id`, what that agent sees (pipeline.scope): the shared rows and its own,
+    and of conversations, messages and memory events those of the rows kept; without,
+    every row of every agent (the export moves the user whole)."""
     yield {"kind": FORMAT, "version": VERSION, "user_id": user_id, "messages": messages}
-    conversation_ids = select(Conversation.id).where(Conversation.user_id == user_id)
+    conversations = [Conversation.user_id == user_id]
+    memories = [MemoryRow.user_id == user_id]
+    if agent_id is not None:
+        conversations.append(seen_by(Conversation.agent_id, agent_id))
+        memories.append(seen_by(MemoryRow.agent_id, agent_id))
+    conversation_ids = select(Conversation.id).where(*conversations)
     for kind, table in TABLES.items():
         if kind in _MESSAGE_TABLES and not messages:
             continue
@@ -112,6 +125,10 @@ def export_rows(session: Session, user_id: str, *, messages: bool) -> Iterator[d
             if kind == "messages"
             else table.user_id == user_id
         )
+        if agent_id is not None and kind in _SCOPED:
+            where = where & seen_by(table.agent_id, agent_id)
+        elif agent_id is not None and kind == "memory_events":
+            where = where & table.memory_id.in_(select(MemoryRow.id).where(*memories))
         order = [c for c in table.__table__.primary_key.columns]
         columns = _columns(kind)
         for row in session.execute(select(*columns).where(where).order_by(*order)):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.orm import Session, defer
 
 from memlane.models.store.memories import table as memory_table
@@ -30,15 +30,23 @@ class UserItems:
     soul_blocks: list[SoulBlock]
 
 
-def load(session: Session, user_id: str, *, model: str, dim: int) -> UserItems:
-    """The user's items, each kind in id order; the vectors of `model` (of `dim`)."""
+def load(
+    session: Session, user_id: str, *, model: str, dim: int, agent_id: str | None = None
+) -> UserItems:
+    """The user's items `agent_id` sees (pipeline.scope), each kind in id order; the
+    vectors of `model` (of `dim`)."""
     postgres = session.get_bind().dialect.name == "postgresql"
-    memories, memory_models = memory_table.read(session, user_id, model=model, dim=dim)
+    memories, memory_models = memory_table.read(
+        session, user_id, model=model, dim=dim, agent_id=agent_id
+    )
     episodes: list[EpisodeRecord] = []
     episode_vectors: list[tuple[str, Vector] | None] = []
     episode_rows = session.execute(
         select(EpisodeRow, vector_column(session, EpisodeRow.embedding))
-        .where(EpisodeRow.user_id == user_id)
+        .where(
+            EpisodeRow.user_id == user_id,
+            or_(EpisodeRow.agent_id.is_(None), EpisodeRow.agent_id == agent_id),
+        )
         .order_by(EpisodeRow.id)
         .options(defer(EpisodeRow.embedding))  # read as bytes beside it
     )

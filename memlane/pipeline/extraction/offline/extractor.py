@@ -21,7 +21,9 @@ Memories, from the window's NEW messages only (seq >= new_from_seq), in seq orde
    tool results (`tool` messages, and the tool segments of others; see `chat_formats`):
    what a tool returned is never a fact the user stated.
 4. confidence: 1.0 for the user's plain statement, 0.7 when hedged or said by the
-   assistant. source_seq: the message's seq.
+   assistant. source_seq: the message's seq. about: "agent" for what the user asks of
+   the assistant itself ("call me …", "answer me in …", "you should …": rules.AGENT_RULES),
+   "user" for everything else (it matters only in a conversation with an agent).
 5. the same sentence found twice (case-insensitively) is kept once, the first time.
 6. over max_memories: the most important are kept (ties: earlier first), in seq order.
 7. a category the rules give but MEMLANE_CATEGORIES does not hold becomes the first
@@ -48,6 +50,7 @@ from memlane.pipeline.dedup.keywords import STOPWORDS, tokens
 from memlane.pipeline.extraction.chat_formats import without_tool_segments
 from memlane.pipeline.extraction.offline import languages
 from memlane.pipeline.extraction.offline.rules import (
+    AGENT_RULES,
     ASSISTANT_RULES,
     BARE_OBJECT,
     CONTEXT,
@@ -152,6 +155,7 @@ def find_memories(messages: Sequence[StoredMessage]) -> list[ExtractedMemory]:
                         importance=reading.rule.importance,
                         confidence=1.0 if plain else 0.7,
                         source_seq=message.seq,
+                        about="agent" if reading.rule.name in AGENT_RULES else "user",
                     )
                 )
     return found

@@ -103,11 +103,19 @@ def _rule(
     )
 
 
+# Rules of what the user asks of the assistant itself: how to address them, how to answer,
+# what it should do. Their memories are about the agent of the conversation (pipeline.scope);
+# every other rule's are about the user.
+AGENT_RULES = frozenset({"call_me", "answer_me", "you_should"})
+
 # One rule a line or two reads as a table; the formatter would spread each over six lines.
 # fmt: off
 USER_RULES: tuple[Rule, ...] = (
     _rule("name", r"^my name(?:'s| is)\s+", "fact", 0.9),
     _rule("call_me", r"^call me\s+", "preference", 0.8),
+    _rule("answer_me", r"^(?:please )?(?:always )?(?:answer|reply|respond|talk|write)"
+          r"(?: to)? me\s+", "preference", 0.7),
+    _rule("you_should", r"^you should\s+", "preference", 0.7),
     _rule("allergy", rf"^{_AM}\s+{_A}(?:severely |very )?allergic to\s+", "fact", 0.9),
     _rule("allergy", r"^i have (?:an? |a severe |a mild )?(?:[\w-]+ )?allerg(?:y|ies) to\s+",
           "fact", 0.9),

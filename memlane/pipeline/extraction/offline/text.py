@@ -97,6 +97,11 @@ _USER_SUBJECTS: list[tuple[re.Pattern[str], str]] = [
     for p, r in [
         (r"^let's\s+", "User decided to "),
         (r"^call me\s+", "User prefers to be called "),
+        (
+            r"^(?:please )?(?:always )?(?:answer|reply|respond|talk|write)(?: to)? me\s+",
+            "User wants answers ",
+        ),
+        (r"^you should\s+", "User wants the assistant to "),
         (r"^migrating\s+", "User is migrating "),
         (r"^(?:the|our|my) (?:final )?decision is to\s+", "User decided to "),
         (r"^(?:my|our) (name|birthday|deadline)'s\s+", r"User's \1 is "),
