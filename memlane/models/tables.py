@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -88,6 +89,13 @@ class Base(DeclarativeBase):
 
 
 UTC_DT = UTCDateTime()
+# Metadata (memlane.pipeline.metadata): JSONB on PostgreSQL, for its GIN index and `@>`;
+# JSON text on SQLite, read with json_each (models/store/metadata_sql.py).
+METADATA_JSON = JSON().with_variant(JSONB(), "postgresql")
+
+
+def _metadata_column() -> Mapped[dict[str, Any]]:
+    return mapped_column("metadata", METADATA_JSON, default=dict, server_default=text("'{}'"))
 
 
 class Conversation(Base):
@@ -102,6 +110,7 @@ class Conversation(Base):
     final: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
     last_message_at: Mapped[datetime] = mapped_column(UTC_DT, index=True)
+    meta: Mapped[dict[str, Any]] = _metadata_column()  # `metadata` is the Base's
 
 
 class Message(Base):
@@ -188,6 +197,7 @@ class MemoryRow(Base):
         Index("ix_memories_user_tier", "user_id", "tier"),
         UniqueConstraint("user_id", "ref", name="uq_memories_user_ref"),
         Index("ix_memories_user_change", "user_id", "change_seq"),
+        Index("ix_memories_metadata", "metadata", postgresql_using="gin"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -234,6 +244,7 @@ class MemoryRow(Base):
     source_from_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     source_to_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     evidence_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    meta: Mapped[dict[str, Any]] = _metadata_column()
 
 
 class MemoryKeyword(Base):
@@ -282,6 +293,7 @@ class EpisodeRow(Base):
         Index("ix_episodes_user_created", "user_id", "created_at"),
         UniqueConstraint("user_id", "ref", name="uq_episodes_user_ref"),
         Index("ix_episodes_user_change", "user_id", "change_seq"),
+        Index("ix_episodes_metadata", "metadata", postgresql_using="gin"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -299,6 +311,7 @@ class EpisodeRow(Base):
     embedding: Mapped[list[float] | None] = mapped_column(Embedding(), nullable=True)
     embedding_model: Mapped[str | None] = mapped_column(String(200), nullable=True)
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    meta: Mapped[dict[str, Any]] = _metadata_column()  # its conversation's
 
 
 class SoulBlockRow(Base):
