@@ -33,6 +33,7 @@ from memlane.pipeline.extraction.chat_formats import (
     read_system,
     system_message,
 )
+from memlane.pipeline.metadata.values import MetadataError, check_metadata
 from memlane.pipeline.records import (
     Category,
     Frozen,
@@ -183,6 +184,25 @@ class MessageIn(Frozen):
         return value
 
 
+def _checked_metadata(value: Any) -> Any:
+    try:
+        return check_metadata(value)
+    except MetadataError as exc:
+        where = ".".join(str(part) for part in exc.path)
+        raise ValueError(f"at {where}: {exc.reason}" if where else exc.reason) from None
+
+
+MetadataIn = Annotated[
+    dict[str, Any],
+    BeforeValidator(_checked_metadata),
+    Field(
+        description="A JSON object (at most 64 keys, 8 KB): string keys, each a string, "
+        "number, boolean or a list of them; what is learned keeps it, and reads filter on "
+        "it (docs/metadata.md)",
+    ),
+]
+
+
 class TranscriptIn(Frozen):
     """A conversation (or the newest part of one) handed to `enqueue`.
 
@@ -215,6 +235,8 @@ class TranscriptIn(Frozen):
         description="The messages' language (ISO 639-1, e.g. de) when the app knows it; "
         "otherwise each message's is detected from its text",
     )
+    # the conversation's: a key sent again replaces the stored value, others are kept
+    metadata: MetadataIn = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -324,6 +346,7 @@ class MemoryCreate(Frozen):
     tier: Tier = "candidate"
     sensitive: bool = False
     expires_at: UtcTime | None = None
+    metadata: MetadataIn = Field(default_factory=dict)
 
 
 class MemoryEdit(Frozen):
@@ -406,6 +429,11 @@ class MemoryPublic(Frozen):
         default=None,
         description="ISO 639-1 code of the language its keywords are of (detected from its "
         "text); null for a memory stored before languages were",
+    )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the metadata of the conversations it came from, merged (a key they "
+        "gave different values holds the list of them), or given when added by hand",
     )
 
 

@@ -33,6 +33,7 @@ from memlane.models.store.reads import dedup as dedup_reads
 from memlane.pipeline.dedup import plan as dedup
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError, problems_of
+from memlane.pipeline.metadata.filters import parse_filter
 from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service import memory_pages
 from memlane.service.input_checks import check_category, checked
@@ -89,9 +90,12 @@ class MemoryCuration:
         the dedup rule confirms it (memory_changes.confirm) instead of storing a copy;
         one that duplicates a forgotten memory is refused (ConflictError), since
         forgetting keeps a fact out until the memory is restored or purged."""
-        created = (
-            memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
-        )
+        try:
+            created = (
+                memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
+            )
+        except ValidationError as exc:
+            raise InvalidInputError(problems_of(exc, at_most=1)) from None
         check_category(created.category, self.settings.categories, where="category")
         words = keywords(created.content)
         vector = self.embedder.embed([created.content])[0]
@@ -138,6 +142,7 @@ class MemoryCuration:
                 tier=created.tier,
                 sensitive=created.sensitive,
                 actor=self._actor(actor),
+                metadata=created.metadata,
             )
             return confirmed, False
 
@@ -185,10 +190,15 @@ class MemoryCuration:
         status: MemoryStatus | None = "active",
         limit: int = 100,
         offset: int = 0,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> list[MemoryPublic]:
+        """The user's memories, most important first; `filter`: only those whose metadata
+        it passes (pipeline.metadata.filters; a malformed one is a MetadataError naming
+        the bad part)."""
+        where = parse_filter(filter) if filter is not None else None
         with unit_of_work(self.url) as session:
             return memories.list_for_user(
-                session, user_id, status=status, limit=limit, offset=offset
+                session, user_id, status=status, limit=limit, offset=offset, where=where
             )
 
     @checked("user_id", "memory_id")

@@ -50,7 +50,7 @@ def condition(column: Any, f: Filter, *, dialect: str) -> ColumnElement[bool]:
 def _postgres(column: Any, f: Equals | Within | Exists) -> ColumnElement[bool]:
     column = sa.type_coerce(column, JSONB)  # a variant of JSON: JSONB's operators
     if isinstance(f, Exists):
-        present = column.has_key(f.key)
+        present: ColumnElement[bool] = column.has_key(f.key)
         return present if f.present else sa.not_(present)
     if isinstance(f, Equals):
         return sa.or_(

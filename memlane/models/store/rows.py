@@ -56,6 +56,7 @@ def to_public(row: MemoryRow) -> MemoryPublic:
         source_conversation_id=row.source_conversation_id,
         source_job_id=row.source_job_id,
         language=row.language,
+        metadata=row.meta,
     )
 
 

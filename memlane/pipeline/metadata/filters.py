@@ -101,7 +101,7 @@ class _Parser:
         if self.conditions > MAX_CONDITIONS:
             raise _bad(f"a filter holds at most {MAX_CONDITIONS} conditions", path)
 
-    def object(self, raw: object, path: Path, depth: int) -> Filter:
+    def node(self, raw: object, path: Path, depth: int) -> Filter:
         if depth > MAX_DEPTH:
             raise _bad(f"a filter nests at most {MAX_DEPTH} deep", path)
         if not isinstance(raw, Mapping):
@@ -111,11 +111,11 @@ class _Parser:
 
     def entry(self, key: object, value: object, path: Path, depth: int) -> Filter:
         if key == "not":
-            return Not(self.object(value, path, depth + 1))
+            return Not(self.node(value, path, depth + 1))
         if key in ("and", "or"):
             if not isinstance(value, list) or not value:
                 raise _bad(f"`{key}` takes a non-empty list of filters", path)
-            parts = tuple(self.object(v, (*path, i), depth + 1) for i, v in enumerate(value))
+            parts = tuple(self.node(v, (*path, i), depth + 1) for i, v in enumerate(value))
             return All(parts) if key == "and" else Any_(parts)
         name = check_key(key, path, root=_ROOT)
         if not isinstance(value, Mapping):
@@ -182,7 +182,7 @@ def parse_filter(raw: object) -> Filter:
     docstring); a MetadataError naming the path of the first bad part."""
     if raw is None:
         return EVERYTHING
-    return _Parser().object(raw, (), 1)
+    return _Parser().node(raw, (), 1)
 
 
 def _within(value: Scalar, f: Within) -> bool:

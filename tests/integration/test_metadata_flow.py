@@ -1,0 +1,123 @@
+"""Metadata travels from the transcript to what is learned from it, on both backends: new
+memories and the episode take the conversation's metadata, a memory confirmed in another
+conversation merges it (a key of two values holds both), a transcript sent again updates
+the conversation's key by key, a memory added by hand takes its own; listing filters on
+it; bad metadata and bad filters are refused naming the bad part, nothing written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from memlane.models.db import get_engine
+from memlane.models.tables import Conversation, EpisodeRow
+from memlane.pipeline.errors import InvalidInputError, TranscriptError
+from memlane.pipeline.metadata.values import MetadataError
+from memlane.service.facade import Memlane
+
+TEA = "I love green tea."
+WORK = "I work as a data engineer at a small bakery in Lisbon."
+
+
+def _send(lane: Memlane, conversation_id: str, text: str, metadata: dict[str, Any]) -> None:
+    lane.enqueue(
+        {
+            "conversation_id": conversation_id,
+            "user_id": "u1",
+            "metadata": metadata,
+            "messages": [
+                {"role": "user", "content": text},
+                {"role": "assistant", "content": "Noted."},
+            ],
+            "final": True,
+        }
+    )
+    lane.flush(timeout=60)
+
+
+def _by_content(lane: Memlane, **kwargs: Any) -> dict[str, dict[str, Any]]:
+    return {m.content: m.metadata for m in lane.list_memories("u1", **kwargs)}
+
+
+def test_memories_and_episodes_keep_their_conversations_metadata(
+    lane: Memlane, db_url: str
+) -> None:
+    _send(lane, "c1", f"{TEA} {WORK}", {"team": "eng", "day": "2026-01-05"})
+    _send(lane, "c2", WORK, {"team": "ops", "score": 3})
+    stored = _by_content(lane)
+    work = next(c for c in stored if "Lisbon" in c)
+    tea = next(c for c in stored if "tea" in c)
+    # confirmed in c2: both teams, in a fixed order; c1's day and c2's score both kept
+    assert stored[work] == {"team": ["eng", "ops"], "day": "2026-01-05", "score": 3}
+    assert stored[tea] == {"team": "eng", "day": "2026-01-05"}
+    with get_engine(db_url).connect() as conn:
+        episodes = dict(conn.execute(sa.select(EpisodeRow.conversation_id, EpisodeRow.meta)).all())
+    assert episodes == {
+        "c1": {"team": "eng", "day": "2026-01-05"},
+        "c2": {"team": "ops", "score": 3},
+    }
+    # filters on the list: a list value matches any of its elements
+    assert set(_by_content(lane, filter={"team": "ops"})) == {work}
+    assert set(_by_content(lane, filter={"team": "eng"})) == {work, tea}
+    assert set(_by_content(lane, filter={"not": {"team": "ops"}})) == {tea}
+    assert set(_by_content(lane, filter={"score": {"gte": 3}})) == {work}
+    assert _by_content(lane, filter={"nobody": {"exists": True}}) == {}
+
+
+def test_a_transcript_sent_again_updates_its_conversations_metadata_key_by_key(
+    lane: Memlane, db_url: str
+) -> None:
+    _send(lane, "c1", TEA, {"team": "eng", "stage": "draft"})
+    _send(lane, "c1", TEA, {"stage": "final"})
+    _send(lane, "c1", TEA, {})
+    with get_engine(db_url).connect() as conn:
+        kept = conn.execute(sa.select(Conversation.meta)).scalar_one()
+    assert kept == {"team": "eng", "stage": "final"}
+
+
+def test_a_memory_added_by_hand_takes_its_metadata_and_a_confirmation_merges(
+    lane: Memlane,
+) -> None:
+    added = lane.add_memory("u1", {"content": WORK, "metadata": {"source": "crm"}})
+    assert added.metadata == {"source": "crm"}
+    again = lane.add_memory("u1", {"content": WORK, "metadata": {"source": "form", "n": 1}})
+    assert again.id == added.id
+    assert again.metadata == {"source": ["crm", "form"], "n": 1}
+
+
+@pytest.mark.parametrize(
+    ("metadata", "where"),
+    [
+        ({"team": None}, "metadata: at team: null is not a value"),
+        ({"team": {"a": 1}}, "metadata: at team: a value is"),
+        ({"tags": ["a", ["b"]]}, "metadata: at tags.1: a value is"),
+        ({"not": 1}, "metadata: at not: `not` is a word of the filter language"),
+        ({"big": "x" * 9000}, "metadata: at most 8192 bytes"),
+    ],
+)
+def test_bad_metadata_is_refused_naming_the_bad_part_and_nothing_is_written(
+    lane: Memlane, metadata: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        lane.add_memory("u1", {"content": TEA, "metadata": metadata})
+    assert where in str(refused.value)
+    with pytest.raises(TranscriptError) as rejected:
+        lane.enqueue(
+            {
+                "conversation_id": "c1",
+                "user_id": "u1",
+                "metadata": metadata,
+                "messages": [{"role": "user", "content": TEA}],
+            }
+        )
+    assert where in str(rejected.value)
+    assert lane.list_memories("u1") == []
+
+
+def test_a_bad_filter_is_refused_naming_the_bad_part(lane: Memlane) -> None:
+    with pytest.raises(MetadataError) as refused:
+        lane.list_memories("u1", filter={"or": [{"team": "eng"}, {"score": {"between": 1}}]})
+    assert str(refused.value).startswith("filter.or.1.score.between: unknown operator")
+    assert refused.value.path == ("or", 1, "score", "between")
