@@ -33,7 +33,7 @@ from memlane.models.store.reads import dedup as dedup_reads
 from memlane.pipeline.dedup import plan as dedup
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError, problems_of
-from memlane.pipeline.metadata.filters import parse_filter
+from memlane.pipeline.metadata.filters import filter_of
 from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service import memory_pages
 from memlane.service.input_checks import check_category, checked
@@ -170,11 +170,19 @@ class MemoryCuration:
         status: MemoryStatus | None = "active",
         limit: int = 100,
         cursor: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> MemoryPage:
         """A page of the user's memories, newest first; `next_cursor` (None on the last
-        page) asks for the next. Exact however the store changes between pages."""
+        page) asks for the next. Exact however the store changes between pages.
+        `filter`: only memories whose metadata passes it (a JSON object, or its text;
+        pipeline.metadata.filters)."""
         return memory_pages.memories_page(
-            self.url, user_id, status=status, limit=limit, cursor=cursor
+            self.url,
+            user_id,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+            where=filter_of(filter),
         )
 
     @checked("user_id", "memory_id")
@@ -190,12 +198,12 @@ class MemoryCuration:
         status: MemoryStatus | None = "active",
         limit: int = 100,
         offset: int = 0,
-        filter: Mapping[str, Any] | None = None,  # the API's word
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> list[MemoryPublic]:
         """The user's memories, most important first; `filter`: only those whose metadata
         it passes (pipeline.metadata.filters; a malformed one is a MetadataError naming
         the bad part)."""
-        where = parse_filter(filter) if filter is not None else None
+        where = filter_of(filter)
         with unit_of_work(self.url) as session:
             return memories.list_for_user(
                 session, user_id, status=status, limit=limit, offset=offset, where=where

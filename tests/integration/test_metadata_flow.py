@@ -10,12 +10,15 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
+from memlane.api.app import create_app
 from memlane.models.db import get_engine
 from memlane.models.tables import Conversation, EpisodeRow
 from memlane.pipeline.errors import InvalidInputError, TranscriptError
 from memlane.pipeline.metadata.values import MetadataError
 from memlane.service.facade import Memlane
+from tests.integration.test_api import error_of
 
 TEA = "I love green tea."
 WORK = "I work as a data engineer at a small bakery in Lisbon."
@@ -121,3 +124,55 @@ def test_a_bad_filter_is_refused_naming_the_bad_part(lane: Memlane) -> None:
         lane.list_memories("u1", filter={"or": [{"team": "eng"}, {"score": {"between": 1}}]})
     assert str(refused.value).startswith("filter.or.1.score.between: unknown operator")
     assert refused.value.path == ("or", 1, "score", "between")
+
+
+def test_over_http_metadata_is_taken_and_lists_filter_with_422_naming_the_bad_part(
+    lane: Memlane,
+) -> None:
+    with TestClient(create_app(lane)) as client:
+        sent = client.post(
+            "/v1/transcripts",
+            json={
+                "conversation_id": "c1",
+                "user_id": "u1",
+                "metadata": {"team": "eng"},
+                "messages": [
+                    {"role": "user", "content": TEA},
+                    {"role": "assistant", "content": "Noted."},
+                ],
+                "final": True,
+            },
+        )
+        assert sent.status_code == 202, sent.text
+        lane.flush(timeout=60)
+        added = client.post(
+            "/v1/users/u1/memories", json={"content": WORK, "metadata": {"team": "ops"}}
+        )
+        assert added.status_code == 201, added.text
+        assert added.json()["metadata"] == {"team": "ops"}
+
+        def listed(raw: str) -> list[str]:
+            page = client.get("/v1/users/u1/memories", params={"filter": raw})
+            assert page.status_code == 200, page.text
+            return [m["content"] for m in page.json()["memories"]]
+
+        assert listed('{"team": "ops"}') == [WORK]
+        assert [c for c in listed('{"team": {"in": ["eng"]}}') if "tea" in c] != []
+        assert len(listed("{}")) == 2
+        bad = client.get("/v1/users/u1/memories", params={"filter": '{"team": {"in": 3}}'})
+        assert bad.status_code == 422, bad.text
+        assert "filter.team.in: `in` takes a non-empty list" in error_of(bad)["message"]
+        not_json = client.get("/v1/users/u1/memories", params={"filter": "{team"})
+        assert not_json.status_code == 422, not_json.text
+        assert error_of(not_json)["message"].startswith("filter: not JSON")
+        refused = client.post(
+            "/v1/transcripts",
+            json={
+                "conversation_id": "c2",
+                "user_id": "u1",
+                "metadata": {"team": [1, {"x": 1}]},
+                "messages": [{"role": "user", "content": TEA}],
+            },
+        )
+        assert refused.status_code == 422, refused.text
+        assert "team.1" in refused.text

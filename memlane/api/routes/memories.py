@@ -26,12 +26,20 @@ def list_memories(
         str | None,
         Query(max_length=200, description="the `next_cursor` of the page before; none first"),
     ] = None,
+    filter: Annotated[  # the word the other doors use
+        str | None,
+        Query(
+            max_length=8192,
+            description='a metadata filter, a JSON object (e.g. {"team": "eng"}): only the '
+            "memories whose metadata passes it; a malformed one is a 422 naming the bad part",
+        ),
+    ] = None,
 ) -> MemoryPage:
     """The user's memories, newest first, a page at a time: follow `next_cursor` until
     it is null. Exact however the store changes meanwhile (pages are keyed on each
     memory's short id, which never changes)."""
     wanted = None if status == "all" else status
-    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor)
+    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor, filter=filter)
 
 
 @router.post(

@@ -24,6 +24,7 @@ part is a MetadataError whose path leads to it from the filter's root.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -183,6 +184,24 @@ def parse_filter(raw: object) -> Filter:
     if raw is None:
         return EVERYTHING
     return _Parser().node(raw, (), 1)
+
+
+def filter_of(raw: Mapping[str, object] | str | None) -> Filter | None:
+    """A filter as a door hands it over (a decoded JSON object, its text from a query
+    parameter or a CLI option, or None for no filter); a MetadataError naming the bad
+    part, or saying the text is no JSON."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise _bad(
+                f"not JSON ({exc.msg} at character {exc.pos}): a filter is a JSON object, "
+                'e.g. {"team": "eng"}',
+                (),
+            ) from None
+    return parse_filter(raw)
 
 
 def _within(value: Scalar, f: Within) -> bool:

@@ -169,6 +169,7 @@ def page_for_user(
     status: MemoryStatus | None = "active",
     limit: int = 100,
     before_ref: int | None = None,
+    where: Filter | None = None,
 ) -> list[MemoryPublic]:
     """The user's memories newest first (by `ref`, which never changes and is never
     reused), those older than `before_ref` when given: a keyset page, exact however the
@@ -183,6 +184,9 @@ def page_for_user(
         query = query.where(MemoryRow.ref < before_ref)
     if status is not None:
         query = query.where(MemoryRow.status == status)
+    if where is not None:
+        dialect = session.get_bind().dialect.name
+        query = query.where(metadata_sql.condition(MemoryRow.meta, where, dialect=dialect))
     return [to_public(row) for row in session.scalars(query)]
 
 
