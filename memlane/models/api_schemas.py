@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.models.schemas import (
     MAX_MESSAGE_CHARS,
+    FilterIn,
     Identifier,
     StoredText,
     UserIdIn,
@@ -43,6 +44,7 @@ class ContextRequest(BaseModel):
     format: Literal["xml", "json"] = Field(
         "xml", description="`context` as the XML block (counted against the budget) or as JSON"
     )
+    filter: FilterIn = None  # memories and episodes whose metadata passes it
 
 
 class ContextOut(BaseModel):

@@ -33,6 +33,7 @@ from memlane.pipeline.extraction.chat_formats import (
     read_system,
     system_message,
 )
+from memlane.pipeline.metadata.filters import parse_filter
 from memlane.pipeline.metadata.values import MetadataError, check_metadata
 from memlane.pipeline.records import (
     Category,
@@ -199,6 +200,26 @@ MetadataIn = Annotated[
         description="A JSON object (at most 64 keys, 8 KB): string keys, each a string, "
         "number, boolean or a list of them; what is learned keeps it, and reads filter on "
         "it (docs/metadata.md)",
+    ),
+]
+
+
+def _checked_filter(value: Any) -> Any:
+    try:
+        parse_filter(value)
+    except MetadataError as exc:
+        where = ".".join(str(part) for part in exc.path)
+        raise ValueError(f"at {where}: {exc.reason}" if where else exc.reason) from None
+    return value
+
+
+FilterIn = Annotated[
+    dict[str, Any] | None,
+    BeforeValidator(_checked_filter),
+    Field(
+        description='a metadata filter (docs/metadata.md), e.g. {"team": "eng"} or '
+        '{"score": {"gte": 3}}: only memories whose metadata passes it; a malformed one '
+        "is a 422 naming the bad part",
     ),
 ]
 
@@ -510,6 +531,7 @@ class SearchRequest(Frozen):
         "when no zone is given)",
     )
     include_sensitive: bool = False
+    filter: FilterIn = None
 
 
 class SearchHit(Frozen):

@@ -24,19 +24,24 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy.orm import Session
 
 from memlane.models import collector
 from memlane.models.db import read_unit
 from memlane.models.store.memories import refs
+from memlane.models.store.reads import metadata_reads
 from memlane.models.store.rows import Vector
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import items as user_items
 from memlane.models.store.users.context_items import episode_record, procedure_record
+from memlane.pipeline.metadata.filters import Filter
+from memlane.pipeline.metadata.masks import allowed_rows
 from memlane.pipeline.ranking.memory_table import Record
-from memlane.pipeline.ranking.user_view import RECORD_BYTES, UserView
+from memlane.pipeline.ranking.user_view import PROCEDURE, RECORD_BYTES, UserView
 from memlane.pipeline.records import SoulBlock
 
 MB = 1024 * 1024
@@ -72,6 +77,10 @@ class _User:
     soul: dict[str, SoulBlock]
     size: int = 0
     model_counts: Counter[str] = field(default_factory=Counter)  # of memory_models' values
+    # the metadata of the items that have some, by id: an assembly's filter reads it
+    # (pipeline.metadata.masks), equal ones one object
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interned: metadata_reads.Interned = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.model_counts = Counter(self.memory_models.values())
@@ -90,6 +99,7 @@ class _User:
         upserts: list[tuple[Record, Vectors]] = []
         removed = [gone.item_id for gone in found.removed]
         for record, status, vector in found.memories:
+            self._set_metadata(record.id, record.metadata if status == "active" else None)
             if status != "active":
                 self._set_model(record.id, None)
                 removed.append(record.id)
@@ -97,6 +107,7 @@ class _User:
             self._set_model(record.id, None if vector is None else vector[0])
             upserts.append((record, vector))
         for episode in found.episodes:
+            self._set_metadata(episode.id, episode.meta)
             vector = _vector(episode.embedding_model, episode.embedding)
             upserts.append((episode_record(episode, with_embedding=False), vector))
         upserts += [(procedure_record(procedure), None) for procedure in found.procedures]
@@ -109,11 +120,18 @@ class _User:
             )
         for gone in found.removed:
             self._set_model(gone.item_id, None)
+            self._set_metadata(gone.item_id, None)
             if gone.item_id.startswith("soul:"):
                 self.soul.pop(gone.item_id.removeprefix("soul:"), None)
         self.version = max(self.version, found.version)
         self.view = self.view.patch(upserts, removed, _in_order(self.soul))
         self.size = self.view.size_bytes
+
+    def _set_metadata(self, item_id: str, metadata: dict[str, Any] | None) -> None:
+        if metadata:
+            self.metadata[item_id] = metadata_reads.share(metadata, self.interned)
+        else:
+            self.metadata.pop(item_id, None)
 
     @property
     def bytes(self) -> int:
@@ -233,6 +251,19 @@ class WorkingSet:
             with self._lock:
                 return self._keep(user_id, user)
 
+    def allowed(self, user_id: str, view: UserView, where: Filter) -> npt.NDArray[np.bool_]:
+        """The rows of `view` (the user's, from `view`) an assembly filtered by `where`
+        may use, from the metadata kept beside it: no store read, unless the user was
+        evicted meanwhile."""
+        with self._lock:
+            user = self._users.get(user_id)
+        if user is not None:
+            metadata = user.metadata
+        else:
+            metadata = read_unit(self.url, lambda s: metadata_reads.item_metadata(s, user_id, {}))
+        unfiltered = view.kind == PROCEDURE  # procedures carry no metadata
+        return allowed_rows(view.corpus.ids, unfiltered, metadata, where)
+
     def forget(self, user_id: str) -> None:
         with self._lock:
             self._users.pop(user_id, None)
@@ -295,6 +326,7 @@ class WorkingSet:
 
 def _load(session: Session, user_id: str, model: str, dim: int, sparse: bool) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
+    interned: metadata_reads.Interned = {}
     with collector.paused():  # tens of thousands of containers, none garbage
         items = user_items.load(session, user_id, model=model, dim=dim)
         view = UserView.load(
@@ -318,4 +350,6 @@ def _load(session: Session, user_id: str, model: str, dim: int, sparse: bool) ->
             },
             soul={b.kind: b for b in items.soul_blocks},
             size=view.size_bytes,
+            metadata=metadata_reads.item_metadata(session, user_id, interned),
+            interned=interned,
         )

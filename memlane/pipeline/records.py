@@ -124,6 +124,9 @@ class MemoryRecord(Frozen):
     # Highest message seq (in source_conversation_id) that has evidenced this memory.
     evidence_seq: int | None = None
     embedding: tuple[float, ...] | None = None
+    # its conversations' (pipeline.metadata); the store's reads for an assembly, which
+    # filter on it in SQL, leave it empty
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -144,6 +147,7 @@ class EpisodeRecord(Frozen):
     ref: int | None = None
     keywords: frozenset[str] = frozenset()
     embedding: tuple[float, ...] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)  # its conversation's
 
 
 class SoulBlock(Frozen):

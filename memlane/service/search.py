@@ -15,6 +15,7 @@ from memlane.config.settings import Settings
 from memlane.models.schemas import MemoryPublic, SearchHit, SearchRequest
 from memlane.models.store.memories.vector_index import wants_hnsw
 from memlane.models.store.reads import assembly as assembly_reads
+from memlane.pipeline.metadata.filters import parse_filter
 from memlane.pipeline.ranking.scoring import Weights, blend_relevance
 from memlane.pipeline.ranking.search import SearchFilters, search_memories
 from memlane.pipeline.records import MemoryRecord
@@ -54,6 +55,7 @@ def search(
         lexical_top_k=max(s.lexical_top_k, request.limit) * widen,
         include_sensitive=request.include_sensitive,
         approximate=wants_hnsw(s.vector_index, embedder.capabilities),
+        where=parse_filter(request.filter) if request.filter is not None else None,
     )
     candidates, _ = assembly_reads.read_for_assembly(
         url, request.user_id, wanted, episode_limit=0, embed_for=embed_for

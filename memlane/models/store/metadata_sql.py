@@ -18,6 +18,7 @@ missing key is no row), so `NOT` is the negation `matches` takes.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -53,9 +54,11 @@ def _postgres(column: Any, f: Equals | Within | Exists) -> ColumnElement[bool]:
         present: ColumnElement[bool] = column.has_key(f.key)
         return present if f.present else sa.not_(present)
     if isinstance(f, Equals):
+        # JSON text cast in SQL: the assembly's reads run on psycopg without SQLAlchemy's
+        # JSONB binding (models/pipelined.py)
         return sa.or_(
-            *(column.contains({f.key: v}) for v in f.values),
-            *(column.contains({f.key: [v]}) for v in f.values),
+            *(_contains(column, {f.key: v}) for v in f.values),
+            *(_contains(column, {f.key: [v]}) for v in f.values),
         )
     held = column[f.key]
     elements = sa.func.jsonb_array_elements(
@@ -78,6 +81,12 @@ def _postgres(column: Any, f: Equals | Within | Exists) -> ColumnElement[bool]:
         literal = sa.literal(bound_value, sa.Numeric if f.numeric else sa.Text)
         wheres.append(getattr(read, _OPS[op])(literal))
     return sa.exists(sa.select(sa.literal(1)).select_from(elements).where(*wheres))
+
+
+def _contains(column: Any, value: object) -> ColumnElement[bool]:
+    text = sa.literal(json.dumps(value), sa.Text)
+    contained: ColumnElement[bool] = column.op("@>", return_type=sa.Boolean)(sa.cast(text, JSONB))
+    return contained
 
 
 def _path(key: str) -> str:

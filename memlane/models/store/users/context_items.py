@@ -115,6 +115,7 @@ def episode_record(row: EpisodeRow, *, with_embedding: bool = True) -> EpisodeRe
         created_at=row.created_at,
         ref=row.ref,
         embedding=tuple(row.embedding) if with_embedding and row.embedding is not None else None,
+        metadata=row.meta or {},
     )
 
 

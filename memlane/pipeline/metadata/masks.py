@@ -1,0 +1,42 @@
+"""A metadata filter over a working set's rows (pipeline.ranking.user_view): which rows an
+assembly may use, from each item's metadata held beside the view, with no store read.
+
+Memories and episodes are filtered; procedures carry no metadata and are not (nor are
+soul blocks, which are no rows). Items of equal metadata usually share one object (a
+conversation's, handed to everything learned from it), so `matches` runs once per
+object, not once per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from memlane.pipeline.metadata.filters import Filter, matches
+from memlane.pipeline.metadata.values import Value
+
+
+def allowed_rows(
+    ids: Sequence[str],
+    unfiltered: npt.NDArray[np.bool_],
+    metadata_of: Mapping[str, Mapping[str, Value]],
+    f: Filter,
+) -> npt.NDArray[np.bool_]:
+    """Row i passes when `unfiltered[i]` or its item's metadata (`metadata_of[ids[i]]`,
+    none: `{}`) passes `f`."""
+    empty = matches({}, f)
+    verdicts: dict[int, bool] = {}
+    allowed = np.empty(len(ids), dtype=np.bool_)
+    for row, item_id in enumerate(ids):
+        metadata = metadata_of.get(item_id)
+        if metadata is None:
+            allowed[row] = empty
+            continue
+        verdict = verdicts.get(id(metadata))  # the objects live in metadata_of meanwhile
+        if verdict is None:
+            verdict = verdicts[id(metadata)] = matches(metadata, f)
+        allowed[row] = verdict
+    allowed |= unfiltered
+    return allowed
