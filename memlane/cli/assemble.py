@@ -25,7 +25,15 @@ from pydantic import (
     model_validator,
 )
 
-from memlane.cli.common import fail, lane_session, one_line, parse_now, print_json, stderr
+from memlane.cli.common import (
+    FilterOption,
+    fail,
+    lane_session,
+    one_line,
+    parse_now,
+    print_json,
+    stderr,
+)
 from memlane.models.schemas import StoredText, UserIdIn
 from memlane.pipeline.assembly.budget import MAX_BUDGET_TOKENS
 from memlane.pipeline.assembly.context_format import Style
@@ -125,6 +133,7 @@ def assemble(
     out: Annotated[
         Path | None, typer.Option(help="With --batch: write the results here, not stdout.")
     ] = None,
+    where: FilterOption = None,
 ) -> None:
     """Build the context block for a user's next model call.
 
@@ -138,8 +147,10 @@ def assemble(
         as_json = as_json or output_format == "json"
     at = parse_now(now)
     if batch is not None:
-        if user is not None or query is not None:
-            raise ValueError("--batch takes users and queries from the file; drop --user/--query")
+        if user is not None or query is not None or where is not None:
+            raise ValueError(
+                "--batch takes users and queries from the file; drop --user/--query/--filter"
+            )
         _run_batch(batch, out, budget, context_window, strategy, style, at)
         return
     if out is not None:
@@ -155,6 +166,7 @@ def assemble(
             context_window=context_window,
             now=at,
             style=style,
+            filter=where,
         )
     if as_json:
         print_json(_as_json(result))

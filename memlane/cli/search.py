@@ -10,7 +10,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from memlane.cli.common import AsJson, lane_session, print_json, shown, stdout
+from memlane.cli.common import AsJson, FilterOption, lane_session, print_json, shown, stdout
 from memlane.pipeline.records import Tier
 
 
@@ -31,6 +31,7 @@ def search(
         datetime | None,
         typer.Option(help="Stated or last confirmed at or after (ISO date or time, UTC)."),
     ] = None,
+    where: FilterOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Search a user's memories: best first, each with its score and the score's parts."""
@@ -47,6 +48,7 @@ def search(
             tier=tier,
             min_score=min_score,
             since=since,
+            filter=where,
         )
     if as_json:
         print_json(hits)

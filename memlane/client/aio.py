@@ -197,8 +197,9 @@ class AsyncClient:
         status: MemoryStatus | Literal["all"] = "active",
         limit: int = 100,
         cursor: str | None = None,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> MemoryPage:
-        return await self._send(Calls.list_memories(user_id, status, limit, cursor))
+        return await self._send(Calls.list_memories(user_id, status, limit, cursor, filter))
 
     async def iter_memories(
         self,
@@ -206,10 +207,13 @@ class AsyncClient:
         *,
         status: MemoryStatus | Literal["all"] = "active",
         page_size: int = 100,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> AsyncIterator[MemoryPublic]:
         cursor: str | None = None
         while True:
-            page = await self.list_memories(user_id, status=status, limit=page_size, cursor=cursor)
+            page = await self.list_memories(
+                user_id, status=status, limit=page_size, cursor=cursor, filter=filter
+            )
             for memory in page.memories:
                 yield memory
             if page.next_cursor is None:

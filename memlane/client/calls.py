@@ -7,6 +7,7 @@ reading of an answer into the API's models or its typed error. Only the send dif
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -188,11 +189,17 @@ class Calls:
 
     @staticmethod
     def list_memories(
-        user_id: str, status: str, limit: int, cursor: str | None
+        user_id: str,
+        status: str,
+        limit: int,
+        cursor: str | None,
+        where: Mapping[str, Any] | None = None,
     ) -> Call[MemoryPage]:
         params: dict[str, Any] = {"status": status, "limit": limit}
         if cursor:
             params["cursor"] = cursor
+        if where is not None:
+            params["filter"] = json.dumps(where)
         path = _path(MEMORIES, user_id=user_id)
         return Call("GET", path, _model(MemoryPage), params=params)
 

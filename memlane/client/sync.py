@@ -202,10 +202,11 @@ class Client:
         status: MemoryStatus | Literal["all"] = "active",
         limit: int = 100,
         cursor: str | None = None,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> MemoryPage:
         """A page of the user's memories, newest first; pass its `next_cursor` as
         `cursor` for the next one (`iter_memories` follows them for you)."""
-        return self._send(Calls.list_memories(user_id, status, limit, cursor))
+        return self._send(Calls.list_memories(user_id, status, limit, cursor, filter))
 
     def iter_memories(
         self,
@@ -213,11 +214,14 @@ class Client:
         *,
         status: MemoryStatus | Literal["all"] = "active",
         page_size: int = 100,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> Iterator[MemoryPublic]:
         """Every memory of the user, newest first, a page per request."""
         cursor: str | None = None
         while True:
-            page = self.list_memories(user_id, status=status, limit=page_size, cursor=cursor)
+            page = self.list_memories(
+                user_id, status=status, limit=page_size, cursor=cursor, filter=filter
+            )
             yield from page.memories
             if page.next_cursor is None:
                 return

@@ -6,6 +6,7 @@ it; bad metadata and bad filters are refused naming the bad part, nothing writte
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from memlane.pipeline.errors import InvalidInputError, TranscriptError
 from memlane.pipeline.metadata.values import MetadataError
 from memlane.service.facade import Memlane
 from tests.integration.test_api import error_of
+from tests.integration.test_cli import cli
 
 TEA = "I love green tea."
 WORK = "I work as a data engineer at a small bakery in Lisbon."
@@ -176,3 +178,26 @@ def test_over_http_metadata_is_taken_and_lists_filter_with_422_naming_the_bad_pa
         )
         assert refused.status_code == 422, refused.text
         assert "team.1" in refused.text
+
+
+def test_the_cli_takes_metadata_and_filters(db_url: str) -> None:
+    def run(*args: str) -> str:
+        done = cli(db_url, *args, MEMLANE_EMBEDDER="hashing")
+        assert done.exit_code == 0, done.output
+        return str(done.output)
+
+    run("memories", "add", "--user", "u1", "--content", TEA, "--metadata", '{"team": "eng"}')
+    run("memories", "add", "--user", "u1", "--content", WORK, "--metadata", '{"team": "ops"}')
+    listed = json.loads(
+        run("memories", "list", "--user", "u1", "--filter", '{"team": "ops"}', "--json")
+    )
+    assert [(m["content"], m["metadata"]) for m in listed] == [(WORK, {"team": "ops"})]
+    hits = json.loads(
+        run("search", "--user", "u1", "-q", "tea bakery", "--filter", '{"team": "eng"}', "--json")
+    )
+    assert [h["memory"]["content"] for h in hits] == [TEA]
+    context = run("assemble", "--user", "u1", "--filter", '{"not": {"team": "eng"}}')
+    assert WORK in context and TEA not in context
+    bad = cli(db_url, "memories", "list", "--user", "u1", "--filter", '{"team": {"lt": "soon"}}')
+    assert bad.exit_code != 0
+    assert "filter.team.lt: a range's bound is a number or an ISO 8601 date" in bad.output
