@@ -29,6 +29,7 @@ from memlane.models.api_schemas import (
     ContextOut,
     ConversationDeletedOut,
     ErasedOut,
+    ForgottenOut,
     ImportedOut,
     LiftedOut,
     SweepOut,
@@ -229,6 +230,11 @@ class AsyncClient:
     @route("GET", MEMORIES + "/{memory_id}")
     async def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
         return await self._send(Calls.get_memory(user_id, memory_id))
+
+    @route("POST", MEMORIES + "/forget")
+    async def forget_matching(self, user_id: str, filter: Mapping[str, Any]) -> ForgottenOut:
+        """Forget every active memory of the user whose metadata passes `filter`."""
+        return await self._send(Calls.forget_matching(user_id, filter))
 
     @route("PATCH", MEMORIES + "/{memory_id}")
     async def update_memory(

@@ -23,6 +23,7 @@ from memlane.models.api_schemas import (
     ContextRequest,
     ConversationDeletedOut,
     ErasedOut,
+    ForgottenOut,
     ImportedOut,
     LiftedOut,
     ProcedureIn,
@@ -213,6 +214,11 @@ class Calls:
     def get_memory(user_id: str, memory_id: str) -> Call[MemoryPublic]:
         path = _path(MEMORIES + "/{memory_id}", user_id=user_id, memory_id=memory_id)
         return Call("GET", path, _model(MemoryPublic))
+
+    @staticmethod
+    def forget_matching(user_id: str, where: Mapping[str, Any]) -> Call[ForgottenOut]:
+        path = _path(MEMORIES + "/forget", user_id=user_id)
+        return Call("POST", path, _model(ForgottenOut), json={"filter": dict(where)})
 
     @staticmethod
     def update_memory(user_id: str, memory_id: str, patch: MemoryPatch) -> Call[MemoryPublic]:

@@ -28,6 +28,7 @@ from memlane.models.api_schemas import (
     ContextOut,
     ConversationDeletedOut,
     ErasedOut,
+    ForgottenOut,
     ImportedOut,
     LiftedOut,
     SweepOut,
@@ -234,6 +235,11 @@ class Client:
     @route("GET", MEMORIES + "/{memory_id}")
     def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
         return self._send(Calls.get_memory(user_id, memory_id))
+
+    @route("POST", MEMORIES + "/forget")
+    def forget_matching(self, user_id: str, filter: Mapping[str, Any]) -> ForgottenOut:
+        """Forget every active memory of the user whose metadata passes `filter`."""
+        return self._send(Calls.forget_matching(user_id, filter))
 
     @route("PATCH", MEMORIES + "/{memory_id}")
     def update_memory(

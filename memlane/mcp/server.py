@@ -165,6 +165,7 @@ def build_server(
         importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
         conversation_id: str | None = None,
         system: str | list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it
     ) -> RememberOut:
@@ -174,7 +175,9 @@ def build_server(
         in the background. Give one of the two; with `messages`, Anthropic's top-level
         `system` (a string or text blocks) may go beside them. The same messages sent
         again are recognised and stored once; give `conversation_id` to send a growing
-        conversation."""
+        conversation. `metadata`: a JSON object (string keys; strings, numbers, booleans
+        or lists of them) the fact, or what is learned from the messages, carries, for
+        `filter` to select on."""
         user_id = user_for(ctx, user_id, default, "write")
         if (fact is None) == (messages is None):
             raise ToolError("give either `fact` (one sentence) or `messages`, not both or none")
@@ -182,7 +185,13 @@ def build_server(
             raise ToolError("`system` goes with `messages` (the conversation it began)")
         if fact is not None:
             done = lane.remember(
-                user_id, {"content": fact, "category": category, "importance": importance}
+                user_id,
+                {
+                    "content": fact,
+                    "category": category,
+                    "importance": importance,
+                    **({"metadata": metadata} if metadata is not None else {}),
+                },
             )
             return RememberOut(outcome=done.outcome, memory=done.memory)
         # Unless named, the conversation is the messages' own (an id from their content):
@@ -197,6 +206,7 @@ def build_server(
                 "messages": messages,
                 "final": True,
                 **({"system": system} if system is not None else {}),
+                **({"metadata": metadata} if metadata is not None else {}),
             }
         )
         return RememberOut(
@@ -212,14 +222,16 @@ def build_server(
     def recall(
         query: str,
         budget_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000,
+        filter: dict[str, Any] | None = None,  # the word of every door
         user_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> str:
         """What memlane knows about the user that matters for `query` (the user's
         message, say), as an XML block of at most `budget_tokens` tokens: identity, the
-        most relevant memories with ids and dates, past episodes, procedures."""
+        most relevant memories with ids and dates, past episodes, procedures. `filter`:
+        only memories and episodes whose metadata passes it, e.g. {"team": "eng"}."""
         user_id = user_for(ctx, user_id, default, "read")
-        return lane.assemble(user_id, query, budget_tokens=budget_tokens).text
+        return lane.assemble(user_id, query, budget_tokens=budget_tokens, filter=filter).text
 
     @server.tool(annotations=reads)
     @fit
@@ -230,14 +242,22 @@ def build_server(
         category: CategoryIn | None = None,
         tier: Tier | None = None,
         min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        filter: dict[str, Any] | None = None,  # the word of every door
         user_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> list[SearchHit]:
         """The user's memories for `query`, best first, each with its score and the
-        score's parts (relevance, importance, recency, frequency)."""
+        score's parts (relevance, importance, recency, frequency); `filter`: only those
+        whose metadata passes it."""
         user_id = user_for(ctx, user_id, default, "read")
         return lane.search(
-            user_id, query, limit=limit, category=category, tier=tier, min_score=min_score
+            user_id,
+            query,
+            limit=limit,
+            category=category,
+            tier=tier,
+            min_score=min_score,
+            filter=filter,
         )
 
     @server.tool(annotations=reads)
@@ -247,13 +267,15 @@ def build_server(
         limit: Annotated[int, Field(ge=1, le=1000)] = 50,
         cursor: str | None = None,
         status: Literal["active", "superseded", "quarantined", "deleted"] = "active",
+        filter: dict[str, Any] | None = None,  # the word of every door
         user_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> MemoryPage:
         """The user's memories, newest first, a page at a time: pass `next_cursor` as
-        `cursor` for the next page (null on the last)."""
+        `cursor` for the next page (null on the last); `filter`: only those whose
+        metadata passes it."""
         user_id = user_for(ctx, user_id, default, "read")
-        return lane.memories_page(user_id, status=status, limit=limit, cursor=cursor)
+        return lane.memories_page(user_id, status=status, limit=limit, cursor=cursor, filter=filter)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     @fit

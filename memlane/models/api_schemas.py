@@ -104,3 +104,15 @@ class ImportedOut(BaseModel):
         "and purged_memories (left out: a stored memory already says it, or a purge "
         "keeps it out)",
     )
+
+
+class ForgetMatching(BaseModel):
+    """POST …/memories/forget: the memories to forget, by their metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    filter: FilterIn = Field(..., description="a metadata filter (docs/metadata.md); {} is refused")
+
+
+class ForgottenOut(BaseModel):
+    forgotten: list[str] = Field(description="the ids of the memories forgotten")

@@ -33,7 +33,7 @@ from memlane.models.store.reads import dedup as dedup_reads
 from memlane.pipeline.dedup import plan as dedup
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError, problems_of
-from memlane.pipeline.metadata.filters import filter_of
+from memlane.pipeline.metadata.filters import EVERYTHING, filter_of
 from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service import memory_pages
 from memlane.service.input_checks import check_category, checked
@@ -252,6 +252,26 @@ class MemoryCuration:
             return memory_changes.set_status(
                 session, user_id, memory_id, "deleted", actor=self._actor(actor)
             )
+
+    @checked("user_id")
+    def forget_matching(
+        self, user_id: str, filter: Mapping[str, Any] | str, *, actor: str | None = None
+    ) -> list[MemoryPublic]:
+        """Forget (as `forget`) every active memory of the user whose metadata passes
+        `filter`, in one transaction under the user's lock; those memories, most
+        important first. A filter that passes everything (`{}`) is refused."""
+        where = filter_of(filter)
+        if where is None or where == EVERYTHING:
+            raise InvalidInputError("filter: give conditions; `erase_user` removes everything")
+        with unit_of_work(self.url) as session:
+            memories.user_lock(session, user_id)
+            found = memories.list_for_user(session, user_id, limit=1_000_000, where=where)
+            return [
+                memory_changes.set_status(
+                    session, user_id, m.id, "deleted", actor=self._actor(actor)
+                )
+                for m in found
+            ]
 
     @checked("user_id", "memory_id")
     def purge(self, user_id: str, memory_id: str, *, actor: str | None = None) -> str:

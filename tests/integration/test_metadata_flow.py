@@ -6,12 +6,17 @@ it; bad metadata and bad filters are refused naming the bad part, nothing writte
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from memlane.api.app import create_app
 from memlane.models.db import get_engine
@@ -21,6 +26,7 @@ from memlane.pipeline.metadata.values import MetadataError
 from memlane.service.facade import Memlane
 from tests.integration.test_api import error_of
 from tests.integration.test_cli import cli
+from tests.integration.test_mcp import data, server_env
 
 TEA = "I love green tea."
 WORK = "I work as a data engineer at a small bakery in Lisbon."
@@ -201,3 +207,67 @@ def test_the_cli_takes_metadata_and_filters(db_url: str) -> None:
     bad = cli(db_url, "memories", "list", "--user", "u1", "--filter", '{"team": {"lt": "soon"}}')
     assert bad.exit_code != 0
     assert "filter.team.lt: a range's bound is a number or an ISO 8601 date" in bad.output
+
+
+def test_export_takes_a_filter_and_the_export_keeps_metadata(lane: Memlane) -> None:
+    kept = lane.add_memory("u1", {"content": TEA, "metadata": {"team": "eng"}})
+    lane.add_memory("u1", {"content": WORK, "metadata": {"team": "ops"}})
+    lines = list(lane.export_user("u1", filter={"team": "eng"}))
+    rows = [json.loads(line) for line in lines[1:]]
+    assert [r["row"]["id"] for r in rows if r["kind"] == "memories"] == [kept.id]
+    assert {r["row"]["memory_id"] for r in rows if r["kind"] == "memory_events"} == {kept.id}
+    lane.import_user(lines, user_id="u2")
+    assert [(m.content, m.metadata) for m in lane.list_memories("u2")] == [(TEA, {"team": "eng"})]
+    with pytest.raises(MetadataError):  # before any line
+        lane.export_user("u1", filter={"team": {"in": []}})
+    bad = [lines[0], lines[1].replace('"metadata":{"team":"eng"}', '"metadata":{"team":null}')]
+    with pytest.raises(InvalidInputError, match=r"memories\.metadata"):
+        lane.import_user(bad, user_id="u3")
+
+
+def test_forget_matching_forgets_what_the_filter_passes(lane: Memlane) -> None:
+    tea = lane.add_memory("u1", {"content": TEA, "metadata": {"team": "eng"}})
+    work = lane.add_memory("u1", {"content": WORK, "metadata": {"team": ["eng", "ops"]}})
+    lane.add_memory("u1", {"content": "I collect old maps of the Baltic coast.", "metadata": {}})
+    with TestClient(create_app(lane)) as client:
+        done = client.post("/v1/users/u1/memories/forget", json={"filter": {"team": "ops"}})
+        assert done.status_code == 200, done.text
+        assert done.json() == {"forgotten": [work.id]}
+        everything = client.post("/v1/users/u1/memories/forget", json={"filter": {}})
+        assert everything.status_code == 422, everything.text
+    assert {m.id for m in lane.list_memories("u1", status="deleted")} == {work.id}
+    assert [m.id for m in lane.forget_matching("u1", '{"team": "eng"}')] == [tea.id]
+    assert [m.content for m in lane.list_memories("u1")] == [
+        "I collect old maps of the Baltic coast."
+    ]
+
+
+def test_the_mcp_tools_take_metadata_and_filters(db_url: str, tmp_path: Path) -> None:
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memlane", "mcp", "--user", "u1"],
+        env=server_env(MEMLANE_DATABASE_URL=db_url, MEMLANE_EMBEDDER="hashing"),
+        cwd=tmp_path,
+    )
+
+    async def session() -> tuple[Any, Any, Any, Any]:
+        async with Client(server) as client:
+            await client.call_tool("remember", {"fact": TEA, "metadata": {"team": "eng"}})
+            await client.call_tool("remember", {"fact": WORK, "metadata": {"team": "ops"}})
+            listed = await client.call_tool("list_memories", {"filter": {"team": "ops"}})
+            found = await client.call_tool(
+                "search", {"query": "tea bakery", "filter": {"team": "eng"}}
+            )
+            recalled = await client.call_tool(
+                "recall", {"query": "work", "filter": {"team": "ops"}}
+            )
+            refused = await client.call_tool(
+                "recall", {"query": "x", "filter": {"team": {"gt": []}}}
+            )
+            return listed, found, recalled, refused
+
+    listed, found, recalled, refused = asyncio.run(session())
+    assert [m["content"] for m in data(listed)["memories"]] == [WORK]
+    assert [h["memory"]["content"] for h in data(found)] == [TEA]
+    assert WORK in data(recalled) and TEA not in data(recalled)
+    assert refused.is_error and "filter.team.gt" in str(refused.content)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import Query, Response
 
 from memlane.api.deps import Actor, Lane, UserId, needs, v1_router
+from memlane.models.api_schemas import ForgetMatching, ForgottenOut
 from memlane.models.schemas import MemoryCreate, MemoryEvent, MemoryPage, MemoryPatch, MemoryPublic
 from memlane.pipeline.records import MemoryStatus
 
@@ -103,3 +104,16 @@ def delete_memory(
     else:
         lane.forget(user_id, memory_id, actor=actor)
     return Response(status_code=204)
+
+
+@router.post(
+    MEMORIES + "/forget", tags=["memories"], dependencies=[needs("write")], status_code=200
+)
+def forget_matching(
+    user_id: UserId, body: ForgetMatching, lane: Lane, actor: Actor
+) -> ForgottenOut:
+    """Forget every active memory of the user whose metadata passes the filter (each
+    restorable, as one forgotten by id); a filter that passes everything is a 422."""
+    assert body.filter is not None  # required by the body's schema
+    forgotten = lane.forget_matching(user_id, body.filter, actor=actor)
+    return ForgottenOut(forgotten=[m.id for m in forgotten])

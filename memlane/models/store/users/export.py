@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import insert, select
+from sqlalchemy import and_, insert, select
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import UserIdIn
+from memlane.models.store import metadata_sql
 from memlane.models.store.memories import keyword_index, memories, refs
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import import_owners, import_screen
@@ -44,6 +45,7 @@ from memlane.models.tables import (
     UTCDateTime,
 )
 from memlane.pipeline.errors import ConflictError, InvalidInputError
+from memlane.pipeline.metadata.filters import Filter
 
 FORMAT = "memlane-export"
 VERSION = 1
@@ -100,18 +102,35 @@ def _out(column: Any, value: Any) -> Any:
     return value
 
 
-def export_rows(session: Session, user_id: str, *, messages: bool) -> Iterator[dict[str, Any]]:
-    """The header, then every exported row of the user, each table in a stable order."""
+def export_rows(
+    session: Session, user_id: str, *, messages: bool, only: Filter | None = None
+) -> Iterator[dict[str, Any]]:
+    """The header, then every exported row of the user, each table in a stable order.
+    `only`: the conversations, memories and episodes whose metadata passes it, and the
+    messages and histories of those (procedures and soul blocks carry none: all)."""
     yield {"kind": FORMAT, "version": VERSION, "user_id": user_id, "messages": messages}
-    conversation_ids = select(Conversation.id).where(Conversation.user_id == user_id)
+    dialect = session.get_bind().dialect.name
+
+    def passing(table: Any) -> Any:
+        if only is None:
+            return table.user_id == user_id
+        return and_(
+            table.user_id == user_id, metadata_sql.condition(table.meta, only, dialect=dialect)
+        )
+
+    conversation_ids = select(Conversation.id).where(passing(Conversation))
+    memory_ids = select(MemoryRow.id).where(passing(MemoryRow))
     for kind, table in TABLES.items():
         if kind in _MESSAGE_TABLES and not messages:
             continue
-        where = (
-            table.conversation_id.in_(conversation_ids)
-            if kind == "messages"
-            else table.user_id == user_id
-        )
+        if kind == "messages":
+            where = table.conversation_id.in_(conversation_ids)
+        elif kind in ("conversations", "memories", "episodes"):
+            where = passing(table)
+        elif kind == "memory_events" and only is not None:
+            where = and_(table.user_id == user_id, table.memory_id.in_(memory_ids))
+        else:
+            where = table.user_id == user_id
         order = [c for c in table.__table__.primary_key.columns]
         columns = _columns(kind)
         for row in session.execute(select(*columns).where(where).order_by(*order)):
@@ -239,6 +258,8 @@ def _write(
             values["user_id"] = user_id
         if "change_seq" in columns:
             values["change_seq"] = number
+        if "metadata" in values:  # the ORM insert takes the attribute's name
+            values["meta"] = values.pop("metadata")
     _embed_where_needed(kind, rows, embedder, embed)
     session.execute(insert(table), rows)
     if kind == "memories":

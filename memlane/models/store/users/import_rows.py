@@ -32,6 +32,7 @@ from memlane.models.schemas import (
     EventKind,
     Identifier,
     MemoryContent,
+    MetadataIn,
     StoredText,
     as_utc,
     storable_text,
@@ -101,6 +102,7 @@ class ConversationRowIn(_Row):
     final: bool = False
     created_at: Time
     last_message_at: Time
+    metadata: MetadataIn = Field(default_factory=dict)  # checked as a transcript's
 
 
 # ISO 639-1 (or -3), as the store writes it (memlane.pipeline.language.detect)
@@ -145,6 +147,7 @@ class MemoryRowIn(_Row):
     source_from_seq: Seq | None = None
     source_to_seq: Seq | None = None
     evidence_seq: Seq | None = None
+    metadata: MetadataIn = Field(default_factory=dict)
 
 
 class MemoryEventRowIn(_Row):
@@ -171,6 +174,7 @@ class EpisodeRowIn(_Row):
     embedding: Vector | None = None
     embedding_model: ModelName | None = None
     embedding_dim: Annotated[int, Field(ge=1, le=MAX_VECTOR)] | None = None
+    metadata: MetadataIn = Field(default_factory=dict)
 
 
 class SoulBlockRowIn(_Row):
