@@ -52,6 +52,10 @@ MB = 1024 * 1024
 # 10k (bench/README.md).
 EAGER_ITEMS = 5000
 
+# Row masks kept per user (`WorkingSet.allowed`): a chat app filters by a few values at a
+# time; each mask is a byte a row.
+MASKS_KEPT = 8
+
 log = logging.getLogger("memlane.working_set")
 
 
@@ -81,6 +85,10 @@ class _User:
     # (pipeline.metadata.masks), equal ones one object
     metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     interned: metadata_reads.Interned = field(default_factory=dict)
+    # the row masks of the filters the view was last assembled with, by the filter's
+    # repr (which tells 1 from true): a view never changes, a write makes a new one
+    masks: OrderedDict[str, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
+    masks_of: UserView | None = None
 
     def __post_init__(self) -> None:
         self.model_counts = Counter(self.memory_models.values())
@@ -257,12 +265,24 @@ class WorkingSet:
         evicted meanwhile."""
         with self._lock:
             user = self._users.get(user_id)
-        if user is not None:
-            metadata = user.metadata
-        else:
-            metadata = read_unit(self.url, lambda s: metadata_reads.item_metadata(s, user_id, {}))
         unfiltered = view.kind == PROCEDURE  # procedures carry no metadata
-        return allowed_rows(view.corpus.ids, unfiltered, metadata, where)
+        if user is None:
+            metadata = read_unit(self.url, lambda s: metadata_reads.item_metadata(s, user_id, {}))
+            return allowed_rows(view.corpus.ids, unfiltered, metadata, where)
+        key = repr(where)
+        with self.user_lock(user_id):
+            if user.masks_of is not view:
+                user.masks.clear()
+                user.masks_of = view
+            mask = user.masks.get(key)
+            if mask is None:
+                mask = allowed_rows(view.corpus.ids, unfiltered, user.metadata, where)
+                mask.flags.writeable = False  # shared by the assemblies that use it
+                user.masks[key] = mask
+                while len(user.masks) > MASKS_KEPT:
+                    user.masks.popitem(last=False)
+            user.masks.move_to_end(key)
+            return mask
 
     def forget(self, user_id: str) -> None:
         with self._lock:

@@ -28,15 +28,15 @@ def allowed_rows(
     none: `{}`) passes `f`."""
     empty = matches({}, f)
     verdicts: dict[int, bool] = {}
-    allowed = np.empty(len(ids), dtype=np.bool_)
-    for row, item_id in enumerate(ids):
-        metadata = metadata_of.get(item_id)
+
+    def verdict(metadata: Mapping[str, Value] | None) -> bool:
         if metadata is None:
-            allowed[row] = empty
-            continue
-        verdict = verdicts.get(id(metadata))  # the objects live in metadata_of meanwhile
-        if verdict is None:
-            verdict = verdicts[id(metadata)] = matches(metadata, f)
-        allowed[row] = verdict
+            return empty
+        known = verdicts.get(id(metadata))  # the objects live in metadata_of meanwhile
+        if known is None:
+            known = verdicts[id(metadata)] = matches(metadata, f)
+        return known
+
+    allowed = np.fromiter(map(verdict, map(metadata_of.get, ids)), np.bool_, len(ids))
     allowed |= unfiltered
     return allowed
