@@ -25,8 +25,8 @@ from memlane.models.tables import EpisodeRow
 from memlane.pipeline.metadata.filters import matches, parse_filter
 from memlane.service.facade import Memlane
 from tests.integration.conftest import _truncate
-from tests.integration.metadata_cases import FILTERS, METADATA
 from tests.integration.test_api import error_of
+from tests.metadata_cases import FILTERS, METADATA
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 FACTS = [

@@ -20,7 +20,7 @@ from memlane.models.store.metadata_sql import condition
 from memlane.models.tables import Conversation
 from memlane.pipeline.metadata.filters import matches, parse_filter
 from memlane.pipeline.metadata.values import check_metadata
-from tests.integration.metadata_cases import FILTERS, METADATA
+from tests.metadata_cases import FILTERS, METADATA
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 

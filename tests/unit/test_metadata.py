@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memlane.pipeline.metadata.compiled import compiled
 from memlane.pipeline.metadata.filters import (
     EVERYTHING,
     All,
@@ -31,6 +32,8 @@ from memlane.pipeline.metadata.values import (
     same_value,
     values_of,
 )
+from tests.metadata_cases import FILTERS as CASE_FILTERS
+from tests.metadata_cases import METADATA as CASE_METADATA
 
 SCALARS = st.one_of(
     st.text(max_size=5),
@@ -248,3 +251,11 @@ def test_the_mask_passes_procedures_and_judges_each_metadata_object_once() -> No
     assert allowed.tolist() == [True, True, False, False, True]
     missing = allowed_rows(ids, unfiltered, metadata, parse_filter({"not": {"team": "eng"}}))
     assert missing.tolist() == [False, False, True, True, True]
+
+
+@given(metadata=st.lists(CASE_METADATA, max_size=6), raw=CASE_FILTERS)
+def test_the_compiled_predicate_is_matches(metadata: list[dict[str, Any]], raw: Any) -> None:
+    f = parse_filter(raw)
+    judge = compiled(f)
+    for m in [*metadata, {}]:
+        assert judge(check_metadata(m)) is matches(m, f), (m, raw)

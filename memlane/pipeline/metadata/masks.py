@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from memlane.pipeline.metadata.filters import Filter, matches
+from memlane.pipeline.metadata.compiled import compiled
+from memlane.pipeline.metadata.filters import Filter
 from memlane.pipeline.metadata.values import Value
 
 
@@ -26,17 +27,10 @@ def allowed_rows(
 ) -> npt.NDArray[np.bool_]:
     """Row i passes when `unfiltered[i]` or its item's metadata (`metadata_of[ids[i]]`,
     none: `{}`) passes `f`."""
-    empty = matches({}, f)
-    verdicts: dict[int, bool] = {}
-
-    def verdict(metadata: Mapping[str, Value] | None) -> bool:
-        if metadata is None:
-            return empty
-        known = verdicts.get(id(metadata))  # the objects live in metadata_of meanwhile
-        if known is None:
-            known = verdicts[id(metadata)] = matches(metadata, f)
-        return known
-
-    allowed = np.fromiter(map(verdict, map(metadata_of.get, ids)), np.bool_, len(ids))
+    judge = compiled(f)
+    objects = list(map(metadata_of.get, ids))
+    verdicts = {id(m): judge(m) for m in objects if m is not None}  # once per object
+    verdicts[id(None)] = judge({})
+    allowed = np.fromiter(map(verdicts.__getitem__, map(id, objects)), np.bool_, len(ids))
     allowed |= unfiltered
     return allowed
