@@ -39,7 +39,7 @@ from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import items as user_items
 from memlane.models.store.users.context_items import episode_record, procedure_record
 from memlane.pipeline.metadata.filters import Filter
-from memlane.pipeline.metadata.masks import allowed_rows
+from memlane.pipeline.metadata.masks import Groups, allowed_rows, groups_of
 from memlane.pipeline.ranking.memory_table import Record
 from memlane.pipeline.ranking.user_view import PROCEDURE, RECORD_BYTES, UserView
 from memlane.pipeline.records import SoulBlock
@@ -85,8 +85,10 @@ class _User:
     # (pipeline.metadata.masks), equal ones one object
     metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
     interned: metadata_reads.Interned = field(default_factory=dict)
-    # the row masks of the filters the view was last assembled with, by the filter's
-    # repr (which tells 1 from true): a view never changes, a write makes a new one
+    # for `masks_of`, the view last filtered: its rows grouped by metadata object, and
+    # the row masks of its latest filters by the filter's repr (which tells 1 from
+    # true); a view never changes, a write makes a new one
+    groups: Groups | None = None
     masks: OrderedDict[str, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
     masks_of: UserView | None = None
 
@@ -268,15 +270,16 @@ class WorkingSet:
         unfiltered = view.kind == PROCEDURE  # procedures carry no metadata
         if user is None:
             metadata = read_unit(self.url, lambda s: metadata_reads.item_metadata(s, user_id, {}))
-            return allowed_rows(view.corpus.ids, unfiltered, metadata, where)
+            return allowed_rows(groups_of(view.corpus.ids, metadata), unfiltered, where)
         key = repr(where)
         with self.user_lock(user_id):
-            if user.masks_of is not view:
+            if user.masks_of is not view or user.groups is None:
                 user.masks.clear()
+                user.groups = groups_of(view.corpus.ids, user.metadata)
                 user.masks_of = view
             mask = user.masks.get(key)
             if mask is None:
-                mask = allowed_rows(view.corpus.ids, unfiltered, user.metadata, where)
+                mask = allowed_rows(user.groups, unfiltered, where)
                 mask.flags.writeable = False  # shared by the assemblies that use it
                 user.masks[key] = mask
                 while len(user.masks) > MASKS_KEPT:

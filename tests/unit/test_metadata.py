@@ -21,7 +21,7 @@ from memlane.pipeline.metadata.filters import (
     matches,
     parse_filter,
 )
-from memlane.pipeline.metadata.masks import allowed_rows
+from memlane.pipeline.metadata.masks import allowed_rows, groups_of
 from memlane.pipeline.metadata.values import (
     MAX_BYTES,
     MAX_KEYS,
@@ -246,10 +246,13 @@ def test_the_mask_passes_procedures_and_judges_each_metadata_object_once() -> No
     eng = {"team": "eng"}
     metadata = {"m1": eng, "m2": eng, "e1": {"team": "ops"}}
     ids = ["m1", "m2", "m3", "e1", "p1"]
+    groups = groups_of(ids, metadata)
+    assert groups.rows.tolist() == [1, 1, 0, 2, 0]  # m1 and m2 share one object
+    assert groups.objects == ({}, eng, {"team": "ops"})
     unfiltered = np.array([False, False, False, False, True])
-    allowed = allowed_rows(ids, unfiltered, metadata, parse_filter({"team": "eng"}))
+    allowed = allowed_rows(groups, unfiltered, parse_filter({"team": "eng"}))
     assert allowed.tolist() == [True, True, False, False, True]
-    missing = allowed_rows(ids, unfiltered, metadata, parse_filter({"not": {"team": "eng"}}))
+    missing = allowed_rows(groups, unfiltered, parse_filter({"not": {"team": "eng"}}))
     assert missing.tolist() == [False, False, True, True, True]
 
 
