@@ -188,7 +188,7 @@ def test_over_http_metadata_is_taken_and_lists_filter_with_422_naming_the_bad_pa
 
 def test_the_cli_takes_metadata_and_filters(db_url: str) -> None:
     def run(*args: str) -> str:
-        done = cli(db_url, *args, MEMLANE_EMBEDDER="hashing")
+        done = cli(db_url, *args, MEMLANE_EMBEDDING_MODEL="hashing")
         assert done.exit_code == 0, done.output
         return str(done.output)
 
@@ -246,7 +246,7 @@ def test_the_mcp_tools_take_metadata_and_filters(db_url: str, tmp_path: Path) ->
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "memlane", "mcp", "--user", "u1"],
-        env=server_env(MEMLANE_DATABASE_URL=db_url, MEMLANE_EMBEDDER="hashing"),
+        env=server_env(MEMLANE_DATABASE_URL=db_url, MEMLANE_EMBEDDING_MODEL="hashing"),
         cwd=tmp_path,
     )
 

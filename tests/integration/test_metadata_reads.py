@@ -50,7 +50,7 @@ def lanes(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[lis
     urls = {"postgresql": pg_url, "sqlite": sqlite}
     _truncate(pg_url)
     made = [
-        Memlane(load_settings(database_url=urls[db], working_set_mb=mb, embedder="hashing"))
+        Memlane(load_settings(database_url=urls[db], working_set_mb=mb, embedding_model="hashing"))
         for db, mb in PATHS
     ]
     yield made
@@ -124,7 +124,7 @@ def test_every_read_path_on_both_stores_includes_what_matches_passes(
 
 
 def test_the_working_set_follows_metadata_written_after_it_loaded(db_url: str) -> None:
-    with Memlane(load_settings(database_url=db_url, embedder="hashing")) as lane:
+    with Memlane(load_settings(database_url=db_url, embedding_model="hashing")) as lane:
         lane.add_memory("u1", {"content": FACTS[0], "metadata": {"team": "eng"}})
         assert _included(lane, "u1", {"team": "ops"}) == set()  # loaded
         second = lane.add_memory("u1", {"content": FACTS[1], "metadata": {"team": "ops"}})
@@ -137,7 +137,7 @@ def test_the_working_set_follows_metadata_written_after_it_loaded(db_url: str) -
 
 
 def test_search_and_the_http_doors_take_a_filter(db_url: str) -> None:
-    with Memlane(load_settings(database_url=db_url, embedder="hashing")) as lane:
+    with Memlane(load_settings(database_url=db_url, embedding_model="hashing")) as lane:
         bees = lane.add_memory("u1", {"content": FACTS[0], "metadata": {"team": "eng"}})
         lane.add_memory("u1", {"content": FACTS[1], "metadata": {"team": "ops"}})
         hits = lane.search("u1", "bees chess", filter={"team": "eng"})

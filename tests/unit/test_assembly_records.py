@@ -66,6 +66,7 @@ def test_a_stored_record_is_what_model_construct_gives() -> None:
         source_conversation_id="c1",
         source_job_id="job_1",
         evidence_seq=3,
+        metadata={"team": ["eng", "ops"]},
     )
     assert list(values) == _NAMES  # the read's columns, in order
     record = stored_record(dict(values))
