@@ -11,8 +11,9 @@ erasures table), 0010 (the postings' sizes: for it the store gets ten keywords a
 at 0009, 1M postings), 0011 (done jobs' extractions dropped: each of the 10k jobs
 keeps one of ten memories at 0010), 0012 (the webhook tables), 0013 (the api_keys table),
 0014 (languages: one memory in ten and one message in ten is German, so 10k memories
-are re-keyed), 0015 (agents: three nullable columns, no row rewritten). PostgreSQL uses
-its own scratch database, dropped afterwards.
+are re-keyed), 0015 (agents: three nullable columns, no row rewritten), 0016 (metadata: a
+column on conversations, memories and episodes, GIN indexes on PostgreSQL; no row
+rewritten). PostgreSQL uses its own scratch database, dropped afterwards.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from pydantic import (
 
 from memlane.cli.common import (
     Agent,
+    FilterOption,
     fail,
     lane_session,
     one_line,
@@ -135,6 +136,7 @@ def assemble(
         Path | None, typer.Option(help="With --batch: write the results here, not stdout.")
     ] = None,
     agent: Agent = None,
+    where: FilterOption = None,
 ) -> None:
     """Build the context block for a user's next model call.
 
@@ -148,8 +150,10 @@ def assemble(
         as_json = as_json or output_format == "json"
     at = parse_now(now)
     if batch is not None:
-        if user is not None or query is not None:
-            raise ValueError("--batch takes users and queries from the file; drop --user/--query")
+        if user is not None or query is not None or where is not None:
+            raise ValueError(
+                "--batch takes users and queries from the file; drop --user/--query/--filter"
+            )
         _run_batch(batch, out, budget, context_window, strategy, style, at, agent)
         return
     if out is not None:
@@ -166,6 +170,7 @@ def assemble(
             now=at,
             style=style,
             agent_id=agent,
+            filter=where,
         )
     if as_json:
         print_json(_as_json(result))

@@ -69,6 +69,16 @@ Agent = Annotated[
 AsJson = Annotated[
     bool, typer.Option("--json", help="Print one JSON document on stdout instead of text.")
 ]
+# A metadata filter's JSON text, handed to the facade as it is (its errors name the bad part)
+FilterOption = Annotated[
+    str | None,
+    typer.Option(
+        "--filter",
+        help="Only memories (and episodes) whose metadata passes this JSON filter, e.g. "
+        '\'{"team": "eng"}\' (docs/metadata.md).',
+        show_default=False,
+    ),
+]
 
 
 def print_json(value: Any) -> None:

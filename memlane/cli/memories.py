@@ -13,6 +13,7 @@ from memlane.cli.common import (
     USAGE_EXIT,
     Agent,
     AsJson,
+    FilterOption,
     fail,
     lane_session,
     parse_time,
@@ -80,6 +81,7 @@ def list_memories(
     limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
     offset: Annotated[int, typer.Option(min=0)] = 0,
     agent: Agent = None,
+    where: FilterOption = None,
     as_json: AsJson = False,
 ) -> None:
     """The user's memories, most important first."""
@@ -90,6 +92,7 @@ def list_memories(
             limit=limit,
             offset=offset,
             agent_id=agent,
+            filter=where,
         )
     if as_json:
         print_json(rows)
@@ -120,11 +123,24 @@ def add(
     sensitive: Annotated[
         bool, typer.Option("--sensitive", help="Never put it in a context.")
     ] = False,
+    metadata: Annotated[
+        str | None,
+        typer.Option(
+            help='Its metadata, a JSON object, e.g. \'{"team": "eng"}\' (docs/metadata.md).',
+            show_default=False,
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Add a memory by hand; prints its id (--json: {created, memory}). Content that
     duplicates a stored memory (the dedup rule) confirms that one instead, and says so
     on stderr (--json: created is false)."""
+    fields: dict[str, object] = {}
+    if metadata is not None:
+        try:
+            fields["metadata"] = json.loads(metadata)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--metadata is no JSON object ({exc.msg}): {metadata!r}") from None
     with lane_session() as lane:
         memory, created = lane.add_or_confirm(
             user,
@@ -135,6 +151,7 @@ def add(
                 "confidence": confidence,
                 "tier": tier,
                 "sensitive": sensitive,
+                **fields,
             },
         )
     if not created:

@@ -10,7 +10,15 @@ import typer
 from rich import box
 from rich.table import Table
 
-from memlane.cli.common import Agent, AsJson, lane_session, print_json, shown, stdout
+from memlane.cli.common import (
+    Agent,
+    AsJson,
+    FilterOption,
+    lane_session,
+    print_json,
+    shown,
+    stdout,
+)
 from memlane.pipeline.records import Tier
 
 
@@ -32,6 +40,7 @@ def search(
         typer.Option(help="Stated or last confirmed at or after (ISO date or time, UTC)."),
     ] = None,
     agent: Agent = None,
+    where: FilterOption = None,
     as_json: AsJson = False,
 ) -> None:
     """Search a user's memories: best first, each with its score and the score's parts."""
@@ -49,6 +58,7 @@ def search(
             min_score=min_score,
             since=since,
             agent_id=agent,
+            filter=where,
         )
     if as_json:
         print_json(hits)

@@ -29,6 +29,7 @@ from memlane.models.api_schemas import (
     ContextOut,
     ConversationDeletedOut,
     ErasedOut,
+    ForgottenOut,
     ImportedOut,
     LiftedOut,
     SweepOut,
@@ -198,8 +199,11 @@ class AsyncClient:
         limit: int = 100,
         cursor: str | None = None,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> MemoryPage:
-        return await self._send(Calls.list_memories(user_id, status, limit, cursor, agent_id))
+        return await self._send(
+            Calls.list_memories(user_id, status, limit, cursor, agent_id=agent_id, where=filter)
+        )
 
     async def iter_memories(
         self,
@@ -208,11 +212,17 @@ class AsyncClient:
         status: MemoryStatus | Literal["all"] = "active",
         page_size: int = 100,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> AsyncIterator[MemoryPublic]:
         cursor: str | None = None
         while True:
             page = await self.list_memories(
-                user_id, status=status, limit=page_size, cursor=cursor, agent_id=agent_id
+                user_id,
+                status=status,
+                limit=page_size,
+                cursor=cursor,
+                agent_id=agent_id,
+                filter=filter,
             )
             for memory in page.memories:
                 yield memory
@@ -229,6 +239,11 @@ class AsyncClient:
     @route("GET", MEMORIES + "/{memory_id}")
     async def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
         return await self._send(Calls.get_memory(user_id, memory_id))
+
+    @route("POST", MEMORIES + "/forget")
+    async def forget_matching(self, user_id: str, filter: Mapping[str, Any]) -> ForgottenOut:
+        """Forget every active memory of the user whose metadata passes `filter`."""
+        return await self._send(Calls.forget_matching(user_id, filter))
 
     @route("PATCH", MEMORIES + "/{memory_id}")
     async def update_memory(

@@ -7,6 +7,7 @@ reading of an answer into the API's models or its typed error. Only the send dif
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from memlane.models.api_schemas import (
     ContextRequest,
     ConversationDeletedOut,
     ErasedOut,
+    ForgottenOut,
     ImportedOut,
     LiftedOut,
     ProcedureIn,
@@ -188,13 +190,20 @@ class Calls:
 
     @staticmethod
     def list_memories(
-        user_id: str, status: str, limit: int, cursor: str | None, agent_id: str | None = None
+        user_id: str,
+        status: str,
+        limit: int,
+        cursor: str | None,
+        agent_id: str | None = None,
+        where: Mapping[str, Any] | None = None,
     ) -> Call[MemoryPage]:
         params: dict[str, Any] = {"status": status, "limit": limit}
         if cursor:
             params["cursor"] = cursor
         if agent_id is not None:
             params["agent_id"] = agent_id
+        if where is not None:
+            params["filter"] = json.dumps(where)
         path = _path(MEMORIES, user_id=user_id)
         return Call("GET", path, _model(MemoryPage), params=params)
 
@@ -208,6 +217,11 @@ class Calls:
     def get_memory(user_id: str, memory_id: str) -> Call[MemoryPublic]:
         path = _path(MEMORIES + "/{memory_id}", user_id=user_id, memory_id=memory_id)
         return Call("GET", path, _model(MemoryPublic))
+
+    @staticmethod
+    def forget_matching(user_id: str, where: Mapping[str, Any]) -> Call[ForgottenOut]:
+        path = _path(MEMORIES + "/forget", user_id=user_id)
+        return Call("POST", path, _model(ForgottenOut), json={"filter": dict(where)})
 
     @staticmethod
     def update_memory(user_id: str, memory_id: str, patch: MemoryPatch) -> Call[MemoryPublic]:

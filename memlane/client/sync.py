@@ -28,6 +28,7 @@ from memlane.models.api_schemas import (
     ContextOut,
     ConversationDeletedOut,
     ErasedOut,
+    ForgottenOut,
     ImportedOut,
     LiftedOut,
     SweepOut,
@@ -203,11 +204,15 @@ class Client:
         limit: int = 100,
         cursor: str | None = None,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> MemoryPage:
         """A page of the user's memories, newest first; pass its `next_cursor` as
         `cursor` for the next one (`iter_memories` follows them for you). `agent_id`: the
-        shared memories and that agent's; without, the shared ones."""
-        return self._send(Calls.list_memories(user_id, status, limit, cursor, agent_id))
+        shared memories and that agent's; without, the shared ones. `filter`: those whose
+        metadata passes it."""
+        return self._send(
+            Calls.list_memories(user_id, status, limit, cursor, agent_id=agent_id, where=filter)
+        )
 
     def iter_memories(
         self,
@@ -216,12 +221,18 @@ class Client:
         status: MemoryStatus | Literal["all"] = "active",
         page_size: int = 100,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | None = None,  # the API's word
     ) -> Iterator[MemoryPublic]:
         """Every memory of the user, newest first, a page per request."""
         cursor: str | None = None
         while True:
             page = self.list_memories(
-                user_id, status=status, limit=page_size, cursor=cursor, agent_id=agent_id
+                user_id,
+                status=status,
+                limit=page_size,
+                cursor=cursor,
+                agent_id=agent_id,
+                filter=filter,
             )
             yield from page.memories
             if page.next_cursor is None:
@@ -235,6 +246,11 @@ class Client:
     @route("GET", MEMORIES + "/{memory_id}")
     def get_memory(self, user_id: str, memory_id: str) -> MemoryPublic:
         return self._send(Calls.get_memory(user_id, memory_id))
+
+    @route("POST", MEMORIES + "/forget")
+    def forget_matching(self, user_id: str, filter: Mapping[str, Any]) -> ForgottenOut:
+        """Forget every active memory of the user whose metadata passes `filter`."""
+        return self._send(Calls.forget_matching(user_id, filter))
 
     @route("PATCH", MEMORIES + "/{memory_id}")
     def update_memory(

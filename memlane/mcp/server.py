@@ -174,6 +174,7 @@ def build_server(
         importance: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
         conversation_id: str | None = None,
         system: str | list[dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
         user_id: str | None = None,
         agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]  # the SDK passes it
@@ -184,7 +185,9 @@ def build_server(
         in the background. Give one of the two; with `messages`, Anthropic's top-level
         `system` (a string or text blocks) may go beside them. The same messages sent
         again are recognised and stored once; give `conversation_id` to send a growing
-        conversation."""
+        conversation. `metadata`: a JSON object (string keys; strings, numbers, booleans
+        or lists of them) the fact, or what is learned from the messages, carries, for
+        `filter` to select on."""
         user_id = user_for(ctx, user_id, default, "write")
         if (fact is None) == (messages is None):
             raise ToolError("give either `fact` (one sentence) or `messages`, not both or none")
@@ -192,7 +195,13 @@ def build_server(
             raise ToolError("`system` goes with `messages` (the conversation it began)")
         if fact is not None:
             done = lane.remember(
-                user_id, {"content": fact, "category": category, "importance": importance}
+                user_id,
+                {
+                    "content": fact,
+                    "category": category,
+                    "importance": importance,
+                    **({"metadata": metadata} if metadata is not None else {}),
+                },
             )
             return RememberOut(outcome=done.outcome, memory=done.memory)
         # Unless named, the conversation is the messages' own (an id from their content):
@@ -208,6 +217,7 @@ def build_server(
                 "final": True,
                 **({"system": system} if system is not None else {}),
                 **({"agent_id": agent} if (agent := agent_id or default_agent) else {}),
+                **({"metadata": metadata} if metadata is not None else {}),
             }
         )
         return RememberOut(
@@ -223,16 +233,20 @@ def build_server(
     def recall(
         query: str,
         budget_tokens: Annotated[int, Field(ge=50, le=100_000)] = 2000,
+        filter: dict[str, Any] | None = None,  # the word of every door
         user_id: str | None = None,
         agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> str:
         """What memlane knows about the user that matters for `query` (the user's
         message, say), as an XML block of at most `budget_tokens` tokens: identity, the
-        most relevant memories with ids and dates, past episodes, procedures."""
+        most relevant memories with ids and dates, past episodes, procedures. `filter`:
+        only memories and episodes whose metadata passes it, e.g. {"team": "eng"}."""
         user_id = user_for(ctx, user_id, default, "read")
         agent = agent_id or default_agent
-        return lane.assemble(user_id, query, budget_tokens=budget_tokens, agent_id=agent).text
+        return lane.assemble(
+            user_id, query, budget_tokens=budget_tokens, agent_id=agent, filter=filter
+        ).text
 
     @server.tool(annotations=reads)
     @fit
@@ -243,12 +257,14 @@ def build_server(
         category: CategoryIn | None = None,
         tier: Tier | None = None,
         min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        filter: dict[str, Any] | None = None,  # the word of every door
         user_id: str | None = None,
         agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> list[SearchHit]:
         """The user's memories for `query`, best first, each with its score and the
-        score's parts (relevance, importance, recency, frequency)."""
+        score's parts (relevance, importance, recency, frequency); `filter`: only those
+        whose metadata passes it."""
         user_id = user_for(ctx, user_id, default, "read")
         return lane.search(
             user_id,
@@ -258,6 +274,7 @@ def build_server(
             tier=tier,
             min_score=min_score,
             agent_id=agent_id or default_agent,
+            filter=filter,
         )
 
     @server.tool(annotations=reads)
@@ -267,16 +284,18 @@ def build_server(
         limit: Annotated[int, Field(ge=1, le=1000)] = 50,
         cursor: str | None = None,
         status: Literal["active", "superseded", "quarantined", "deleted"] = "active",
+        filter: dict[str, Any] | None = None,  # the word of every door
         user_id: str | None = None,
         agent_id: str | None = None,
         ctx: Context = None,  # type: ignore[assignment]
     ) -> MemoryPage:
         """The user's memories, newest first, a page at a time: pass `next_cursor` as
-        `cursor` for the next page (null on the last)."""
+        `cursor` for the next page (null on the last); `filter`: only those whose
+        metadata passes it."""
         user_id = user_for(ctx, user_id, default, "read")
         agent = agent_id or default_agent
         return lane.memories_page(
-            user_id, status=status, limit=limit, cursor=cursor, agent_id=agent
+            user_id, status=status, limit=limit, cursor=cursor, agent_id=agent, filter=filter
         )
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))

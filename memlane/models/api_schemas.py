@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlane.models.schemas import (
     MAX_MESSAGE_CHARS,
+    FilterIn,
     Identifier,
     StoredText,
     UserIdIn,
@@ -48,6 +49,7 @@ class ContextRequest(BaseModel):
         description="assemble for this agent: the user's shared items and this agent's; "
         "without one, the shared items only",
     )
+    filter: FilterIn = None  # memories and episodes whose metadata passes it
 
 
 class ContextOut(BaseModel):
@@ -107,3 +109,15 @@ class ImportedOut(BaseModel):
         "and purged_memories (left out: a stored memory already says it, or a purge "
         "keeps it out)",
     )
+
+
+class ForgetMatching(BaseModel):
+    """POST …/memories/forget: the memories to forget, by their metadata."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    filter: FilterIn = Field(..., description="a metadata filter (docs/metadata.md); {} is refused")
+
+
+class ForgottenOut(BaseModel):
+    forgotten: list[str] = Field(description="the ids of the memories forgotten")

@@ -33,6 +33,8 @@ from memlane.pipeline.extraction.chat_formats import (
     read_system,
     system_message,
 )
+from memlane.pipeline.metadata.filters import parse_filter
+from memlane.pipeline.metadata.values import MetadataError, check_metadata
 from memlane.pipeline.records import (
     Category,
     Frozen,
@@ -183,6 +185,45 @@ class MessageIn(Frozen):
         return value
 
 
+def _checked_metadata(value: Any) -> Any:
+    try:
+        return check_metadata(value)
+    except MetadataError as exc:
+        where = ".".join(str(part) for part in exc.path)
+        raise ValueError(f"at {where}: {exc.reason}" if where else exc.reason) from None
+
+
+MetadataIn = Annotated[
+    dict[str, Any],
+    BeforeValidator(_checked_metadata),
+    Field(
+        description="A JSON object (at most 64 keys, 8 KB): string keys, each a string, "
+        "number, boolean or a list of them; what is learned keeps it, and reads filter on "
+        "it (docs/metadata.md)",
+    ),
+]
+
+
+def _checked_filter(value: Any) -> Any:
+    try:
+        parse_filter(value)
+    except MetadataError as exc:
+        where = ".".join(str(part) for part in exc.path)
+        raise ValueError(f"at {where}: {exc.reason}" if where else exc.reason) from None
+    return value
+
+
+FilterIn = Annotated[
+    dict[str, Any] | None,
+    BeforeValidator(_checked_filter),
+    Field(
+        description='a metadata filter (docs/metadata.md), e.g. {"team": "eng"} or '
+        '{"score": {"gte": 3}}: only memories whose metadata passes it; a malformed one '
+        "is a 422 naming the bad part",
+    ),
+]
+
+
 class TranscriptIn(Frozen):
     """A conversation (or the newest part of one) handed to `enqueue`.
 
@@ -222,6 +263,8 @@ class TranscriptIn(Frozen):
         description="The messages' language (ISO 639-1, e.g. de) when the app knows it; "
         "otherwise each message's is detected from its text",
     )
+    # the conversation's: a key sent again replaces the stored value, others are kept
+    metadata: MetadataIn = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -331,6 +374,7 @@ class MemoryCreate(Frozen):
     tier: Tier = "candidate"
     sensitive: bool = False
     expires_at: UtcTime | None = None
+    metadata: MetadataIn = Field(default_factory=dict)
 
 
 class MemoryEdit(Frozen):
@@ -419,6 +463,11 @@ class MemoryPublic(Frozen):
         description="The agent this memory is specific to; null: about the user, seen by "
         "every agent of theirs",
     )
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the metadata of the conversations it came from, merged (a key they "
+        "gave different values holds the list of them), or given when added by hand",
+    )
 
 
 class MemoryPage(Frozen):
@@ -499,6 +548,7 @@ class SearchRequest(Frozen):
         description="search as this agent: the user's shared memories and this agent's; "
         "without one, the shared memories only",
     )
+    filter: FilterIn = None
 
 
 class SearchHit(Frozen):

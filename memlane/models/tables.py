@@ -27,6 +27,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator, TypeEngine
@@ -88,6 +89,13 @@ class Base(DeclarativeBase):
 
 
 UTC_DT = UTCDateTime()
+# Metadata (memlane.pipeline.metadata): JSONB on PostgreSQL, for its GIN index and `@>`;
+# JSON text on SQLite, read with json_each (models/store/metadata_sql.py).
+METADATA_JSON = JSON().with_variant(JSONB(), "postgresql")
+
+
+def _metadata_column() -> Mapped[dict[str, Any]]:
+    return mapped_column("metadata", METADATA_JSON, default=dict, server_default=text("'{}'"))
 
 
 class Conversation(Base):
@@ -104,6 +112,7 @@ class Conversation(Base):
     final: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTC_DT)
     last_message_at: Mapped[datetime] = mapped_column(UTC_DT, index=True)
+    meta: Mapped[dict[str, Any]] = _metadata_column()  # `metadata` is the Base's
 
 
 class Message(Base):
@@ -190,6 +199,7 @@ class MemoryRow(Base):
         Index("ix_memories_user_tier", "user_id", "tier"),
         UniqueConstraint("user_id", "ref", name="uq_memories_user_ref"),
         Index("ix_memories_user_change", "user_id", "change_seq"),
+        Index("ix_memories_metadata", "metadata", postgresql_using="gin"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -238,6 +248,7 @@ class MemoryRow(Base):
     evidence_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # None: about the user, seen by every agent of theirs; else that agent's alone (0015).
     agent_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    meta: Mapped[dict[str, Any]] = _metadata_column()
 
 
 class MemoryKeyword(Base):
@@ -286,6 +297,7 @@ class EpisodeRow(Base):
         Index("ix_episodes_user_created", "user_id", "created_at"),
         UniqueConstraint("user_id", "ref", name="uq_episodes_user_ref"),
         Index("ix_episodes_user_change", "user_id", "change_seq"),
+        Index("ix_episodes_metadata", "metadata", postgresql_using="gin"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -305,6 +317,7 @@ class EpisodeRow(Base):
     embedding_dim: Mapped[int | None] = mapped_column(Integer, nullable=True)
     # The agent of its conversation, whose alone it is; None: shared (migration 0015).
     agent_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    meta: Mapped[dict[str, Any]] = _metadata_column()  # its conversation's
 
 
 class SoulBlockRow(Base):

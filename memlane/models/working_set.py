@@ -27,19 +27,24 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy.orm import Session
 
 from memlane.models import collector
 from memlane.models.db import read_unit
 from memlane.models.store.memories import refs
+from memlane.models.store.reads import metadata_reads
 from memlane.models.store.rows import Vector
 from memlane.models.store.users import change_feed as changes
 from memlane.models.store.users import items as user_items
 from memlane.models.store.users.context_items import episode_record, procedure_record
+from memlane.pipeline.metadata.filters import Filter
+from memlane.pipeline.metadata.masks import Groups, allowed_rows, groups_of
 from memlane.pipeline.ranking.memory_table import Record
-from memlane.pipeline.ranking.user_view import RECORD_BYTES, UserView
+from memlane.pipeline.ranking.user_view import PROCEDURE, RECORD_BYTES, UserView
 from memlane.pipeline.records import SoulBlock
 from memlane.pipeline.scope import sees
 
@@ -50,6 +55,10 @@ MB = 1024 * 1024
 # its store read was no faster than the load at any size measured, half as fast up to
 # 10k (bench/README.md).
 EAGER_ITEMS = 5000
+
+# Row masks kept per user (`WorkingSet.allowed`): a chat app filters by a few values at a
+# time; each mask is a byte a row.
+MASKS_KEPT = 8
 
 log = logging.getLogger("memlane.working_set")
 
@@ -78,6 +87,16 @@ class _User:
     agent_id: str | None = None  # the reader: shared items and this agent's
     size: int = 0
     model_counts: Counter[str] = field(default_factory=Counter)  # of memory_models' values
+    # the metadata of the items that have some, by id: an assembly's filter reads it
+    # (pipeline.metadata.masks), equal ones one object
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)
+    interned: metadata_reads.Interned = field(default_factory=dict)
+    # for `masks_of`, the view last filtered: its rows grouped by metadata object, and
+    # the row masks of its latest filters by the filter's repr (which tells 1 from
+    # true); a view never changes, a write makes a new one
+    groups: Groups | None = None
+    masks: OrderedDict[str, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
+    masks_of: UserView | None = None
 
     def __post_init__(self) -> None:
         self.model_counts = Counter(self.memory_models.values())
@@ -96,7 +115,9 @@ class _User:
         upserts: list[tuple[Record, Vectors]] = []
         removed = [gone.item_id for gone in found.removed]
         for record, status, vector in found.memories:
-            if status != "active" or not sees(self.agent_id, record.agent_id):
+            shown = status == "active" and sees(self.agent_id, record.agent_id)
+            self._set_metadata(record.id, record.metadata if shown else None)
+            if not shown:
                 self._set_model(record.id, None)
                 removed.append(record.id)
                 continue
@@ -105,6 +126,7 @@ class _User:
         for episode in found.episodes:
             if not sees(self.agent_id, episode.agent_id):
                 continue
+            self._set_metadata(episode.id, episode.meta)
             vector = _vector(episode.embedding_model, episode.embedding)
             upserts.append((episode_record(episode, with_embedding=False), vector))
         upserts += [(procedure_record(procedure), None) for procedure in found.procedures]
@@ -117,11 +139,18 @@ class _User:
             )
         for gone in found.removed:
             self._set_model(gone.item_id, None)
+            self._set_metadata(gone.item_id, None)
             if gone.item_id.startswith("soul:"):
                 self.soul.pop(gone.item_id.removeprefix("soul:"), None)
         self.version = max(self.version, found.version)
         self.view = self.view.patch(upserts, removed, _in_order(self.soul))
         self.size = self.view.size_bytes
+
+    def _set_metadata(self, item_id: str, metadata: dict[str, Any] | None) -> None:
+        if metadata:
+            self.metadata[item_id] = metadata_reads.share(metadata, self.interned)
+        else:
+            self.metadata.pop(item_id, None)
 
     @property
     def bytes(self) -> int:
@@ -261,6 +290,34 @@ class WorkingSet:
             with self._lock:
                 return self._keep(key, user)
 
+    def allowed(
+        self, user_id: str, view: UserView, where: Filter, *, agent_id: str | None = None
+    ) -> npt.NDArray[np.bool_]:
+        """The rows of `view` (the user's for `agent_id`, from `view`) an assembly
+        filtered by `where` may use, from the metadata kept beside it: no store read,
+        unless the user was evicted meanwhile."""
+        with self._lock:
+            user = self._users.get((user_id, agent_id))
+        unfiltered = view.kind == PROCEDURE  # procedures carry no metadata
+        if user is None:
+            metadata = read_unit(self.url, lambda s: metadata_reads.item_metadata(s, user_id, {}))
+            return allowed_rows(groups_of(view.corpus.ids, metadata), unfiltered, where)
+        key = repr(where)
+        with self.user_lock(user_id):
+            if user.masks_of is not view or user.groups is None:
+                user.masks.clear()
+                user.groups = groups_of(view.corpus.ids, user.metadata)
+                user.masks_of = view
+            mask = user.masks.get(key)
+            if mask is None:
+                mask = allowed_rows(user.groups, unfiltered, where)
+                mask.flags.writeable = False  # shared by the assemblies that use it
+                user.masks[key] = mask
+                while len(user.masks) > MASKS_KEPT:
+                    user.masks.popitem(last=False)
+            user.masks.move_to_end(key)
+            return mask
+
     def forget(self, user_id: str) -> None:
         """Drop the user's views, for every agent."""
         with self._lock:
@@ -327,6 +384,7 @@ def _load(
     session: Session, user_id: str, agent_id: str | None, model: str, dim: int, sparse: bool
 ) -> _User:
     version = changes.version(session, user_id)  # first: the rows read next are newer
+    interned: metadata_reads.Interned = {}
     with collector.paused():  # tens of thousands of containers, none garbage
         items = user_items.load(session, user_id, model=model, dim=dim, agent_id=agent_id)
         view = UserView.load(
@@ -351,4 +409,6 @@ def _load(
             soul={b.kind: b for b in items.soul_blocks},
             agent_id=agent_id,
             size=view.size_bytes,
+            metadata=metadata_reads.item_metadata(session, user_id, interned),
+            interned=interned,
         )

@@ -130,6 +130,9 @@ class MemoryRecord(Frozen):
     evidence_seq: int | None = None
     embedding: tuple[float, ...] | None = None
     agent_id: str | None = None  # None: about the user; else that agent's alone
+    # its conversations' (pipeline.metadata); the store's reads for an assembly, which
+    # filter on it in SQL, leave it empty
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -151,6 +154,7 @@ class EpisodeRecord(Frozen):
     keywords: frozenset[str] = frozenset()
     embedding: tuple[float, ...] | None = None
     agent_id: str | None = None  # the agent of its conversation; None: shared
+    metadata: dict[str, Any] = Field(default_factory=dict)  # its conversation's
 
 
 class SoulBlock(Frozen):

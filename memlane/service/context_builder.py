@@ -14,8 +14,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from memlane.config.settings import Settings
+from memlane.models.db import read_unit
 from memlane.models.store.memories.vector_index import wants_hnsw
 from memlane.models.store.reads import assembly as assembly_reads
+from memlane.models.store.reads import metadata_reads
 from memlane.models.working_set import WorkingSet
 from memlane.pipeline.assembly.assembler import assemble_context
 from memlane.pipeline.assembly.budget import (
@@ -31,6 +33,7 @@ from memlane.pipeline.assembly.parts import forget_rendered_texts
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput
 from memlane.pipeline.assembly.tokens import encoding_for_model
 from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.metadata.filters import Filter
 from memlane.pipeline.ranking.scoring import (
     Strategy,
     Weights,
@@ -103,10 +106,12 @@ class ContextBuilder:
         style: Style | None,
         record: bool = True,
         agent_id: str | None = None,
+        where: Filter | None = None,
     ) -> AssembledContext:
         """The context of `Memlane.assemble` (its arguments, checked by the facade).
         `record=False` writes nothing: no pack saved, no access recorded (the
-        inspector's playground, memlane.service.inspector.playground)."""
+        inspector's playground, memlane.service.inspector.playground). `where`: only
+        memories and episodes whose metadata passes it."""
         s = self.settings
         now = now or datetime.now(UTC)
         budget_tokens = resolve_budget(budget, self._budgets)
@@ -133,9 +138,9 @@ class ContextBuilder:
         )
         result = None
         if s.working_set_mb > 0 and strategy != "recent":
-            result = self._from_view(request, query_embedding)
+            result = self._from_view(request, query_embedding, where)
         if result is None:
-            result = self._from_store(request, query_embedding)
+            result = self._from_store(request, query_embedding, where)
         # Off the request path: a background thread serialises, logs and saves the pack,
         # and another hands the included ids to the dispatcher a few times a second
         # (accessed_at moves in a worker); neither is waited for.
@@ -146,7 +151,10 @@ class ContextBuilder:
         return result
 
     def _from_view(
-        self, request: AssemblyInput, query_embedding: Sequence[float] | None
+        self,
+        request: AssemblyInput,
+        query_embedding: Sequence[float] | None,
+        where: Filter | None = None,
     ) -> AssembledContext | None:
         """Assembly from the user's working set: every item ranked at once, the shortlist
         through the assembler's rules. None when the store read must serve the user: a
@@ -155,7 +163,8 @@ class ContextBuilder:
         showed, which the working set does not follow: the caller sends it to the store.)"""
         s = self.settings
         embedder = self._embedder()
-        view = self._working_set().view(
+        working = self._working_set()
+        view = working.view(
             request.user_id,
             model=embedder.name,
             dim=embedder.dim,
@@ -164,6 +173,11 @@ class ContextBuilder:
         )
         if view is None:
             return None
+        allowed = (
+            None
+            if where is None
+            else working.allowed(request.user_id, view, where, agent_id=request.agent_id)
+        )
         query = request.query
         scores = (
             view.relevance(
@@ -188,10 +202,14 @@ class ContextBuilder:
             replace(request, retrieval_mode="working-set"),
             scores,
             walk_margin=s.walk_margin,
+            allowed=allowed,
         )
 
     def _from_store(
-        self, request: AssemblyInput, query_embedding: Sequence[float] | None
+        self,
+        request: AssemblyInput,
+        query_embedding: Sequence[float] | None,
+        where: Filter | None = None,
     ) -> AssembledContext:
         """Assembly from a candidate read of the store (the working set's fallback)."""
         s = self.settings
@@ -218,6 +236,7 @@ class ContextBuilder:
             include_sensitive=request.include_sensitive,
             approximate=wants_hnsw(s.vector_index, embedder.capabilities),
             agent_id=request.agent_id,
+            where=where,
         )
         candidates, items = assembly_reads.read_for_assembly(
             self.url,
@@ -226,6 +245,15 @@ class ContextBuilder:
             episode_limit=EPISODES_READ,
             embed_for=self.query_in(query) if query else None,
         )
+        episodes = items.episodes
+        if where is not None and episodes:
+            passing = read_unit(
+                self.url,
+                lambda s: metadata_reads.passing_episodes(
+                    s, request.user_id, [e.id for e in episodes], where
+                ),
+            )
+            episodes = [e for e in episodes if e.id in passing]
         return assemble_context(
             replace(
                 request,
@@ -242,7 +270,7 @@ class ContextBuilder:
                     candidates.memories,
                 ),
                 soul_blocks=items.soul_blocks,
-                episodes=items.episodes,
+                episodes=episodes,
                 procedures=items.procedures,
                 procedure_ids=procedures_for_query(items.procedures, query),
             )

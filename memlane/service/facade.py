@@ -9,9 +9,10 @@ prompt = context.text + "\n\n" + user_message
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from memlane.pipeline.assembly.budget import BudgetAsk
 from memlane.pipeline.assembly.context_format import Style
 from memlane.pipeline.assembly.records import AssembledContext
 from memlane.pipeline.errors import ConfigurationError, InvalidInputError, problems_of
+from memlane.pipeline.metadata.filters import filter_of
 from memlane.pipeline.ranking.scoring import STRATEGIES, Strategy, Weights
 from memlane.pipeline.records import Category, Tier
 from memlane.service import search
@@ -161,13 +163,16 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         weights: Weights | None = None,
         style: Style | None = None,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> AssembledContext:
         """Build the context block for the user's next model call (memlane.service.context_builder).
         `agent_id`: assemble for that agent, from the user's shared items and its own;
         without one, from the shared items only (memlane.pipeline.scope).
         The budget: `budget_tokens`, else what `context_window` leaves after the
         reservations (each None: the setting), else MEMLANE_DEFAULT_BUDGET_TOKENS. Raises
-        BudgetError when pinned items and soul blocks alone exceed the budget."""
+        BudgetError when pinned items and soul blocks alone exceed the budget. `filter`:
+        only memories and episodes whose metadata passes it (docs/metadata.md); a
+        malformed one is a MetadataError naming the bad part."""
         if strategy not in STRATEGIES:
             raise ValueError(
                 f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}"
@@ -177,6 +182,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
             agent_id = check_text(agent_id, "agent_id")
         if query:
             check_text(query, "query")
+        where = filter_of(filter)
         budget = BudgetAsk(
             budget_tokens=budget_tokens,
             context_window=context_window,
@@ -197,6 +203,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
             weights=weights,
             style=style,
             agent_id=agent_id,
+            where=where,
         )
 
     @checked("user_id")
@@ -238,10 +245,15 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
         include_sensitive: bool = False,
         now: datetime | None = None,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> list[SearchHit]:
         """The user's memories for a query, best first, with their score and its parts:
         the assembler's read and ranking (memlane.pipeline.ranking.search), no budget, no XML.
         `since`: stated or last confirmed at or after that time."""
+        raw_filter = filter
+        if isinstance(filter, str):
+            filter_of(filter)  # text that is no JSON: its MetadataError says so
+            raw_filter = json.loads(filter)
         try:
             request = SearchRequest(
                 user_id=user_id,
@@ -253,6 +265,7 @@ class Memlane(TranscriptIngest, MemoryCuration, ContextItemControl, UserTransfer
                 since=since,
                 include_sensitive=include_sensitive,
                 agent_id=agent_id,
+                filter=raw_filter,
             )
         except ValidationError as exc:
             raise InvalidInputError(problems_of(exc, at_most=1)) from None

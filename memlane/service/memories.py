@@ -33,6 +33,7 @@ from memlane.models.store.reads import dedup as dedup_reads
 from memlane.pipeline.dedup import plan as dedup
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.errors import ConflictError, InvalidInputError, NotFoundError, problems_of
+from memlane.pipeline.metadata.filters import EVERYTHING, filter_of
 from memlane.pipeline.records import MemoryStatus, Tier
 from memlane.service import memory_pages
 from memlane.service.input_checks import check_category, checked
@@ -89,9 +90,12 @@ class MemoryCuration:
         the dedup rule confirms it (memory_changes.confirm) instead of storing a copy;
         one that duplicates a forgotten memory is refused (ConflictError), since
         forgetting keeps a fact out until the memory is restored or purged."""
-        created = (
-            memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
-        )
+        try:
+            created = (
+                memory if isinstance(memory, MemoryCreate) else MemoryCreate.model_validate(memory)
+            )
+        except ValidationError as exc:
+            raise InvalidInputError(problems_of(exc, at_most=1)) from None
         check_category(created.category, self.settings.categories, where="category")
         words = keywords(created.content)
         vector = self.embedder.embed([created.content])[0]
@@ -138,6 +142,7 @@ class MemoryCuration:
                 tier=created.tier,
                 sensitive=created.sensitive,
                 actor=self._actor(actor),
+                metadata=created.metadata,
             )
             return confirmed, False
 
@@ -166,12 +171,21 @@ class MemoryCuration:
         limit: int = 100,
         cursor: str | None = None,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> MemoryPage:
         """A page of the user's memories, newest first; `next_cursor` (None on the last
         page) asks for the next. Exact however the store changes between pages.
-        `agent_id`: the shared memories and that agent's; without, the shared ones."""
+        `agent_id`: the shared memories and that agent's; without, the shared ones.
+        `filter`: only memories whose metadata passes it (a JSON object, or its text;
+        pipeline.metadata.filters)."""
         return memory_pages.memories_page(
-            self.url, user_id, status=status, limit=limit, cursor=cursor, agent_id=agent_id
+            self.url,
+            user_id,
+            status=status,
+            limit=limit,
+            cursor=cursor,
+            agent_id=agent_id,
+            where=filter_of(filter),
         )
 
     @checked("user_id", "memory_id")
@@ -188,12 +202,22 @@ class MemoryCuration:
         limit: int = 100,
         offset: int = 0,
         agent_id: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> list[MemoryPublic]:
         """The user's memories, most important first: the shared ones and, with
-        `agent_id`, that agent's (memlane.pipeline.scope)."""
+        `agent_id`, that agent's (memlane.pipeline.scope); `filter`: only those whose
+        metadata it passes (pipeline.metadata.filters; a malformed one is a MetadataError
+        naming the bad part)."""
+        where = filter_of(filter)
         with unit_of_work(self.url) as session:
             return memories.list_for_user(
-                session, user_id, status=status, limit=limit, offset=offset, agent_id=agent_id
+                session,
+                user_id,
+                status=status,
+                limit=limit,
+                offset=offset,
+                agent_id=agent_id,
+                where=where,
             )
 
     @checked("user_id", "memory_id")
@@ -239,6 +263,26 @@ class MemoryCuration:
             return memory_changes.set_status(
                 session, user_id, memory_id, "deleted", actor=self._actor(actor)
             )
+
+    @checked("user_id")
+    def forget_matching(
+        self, user_id: str, filter: Mapping[str, Any] | str, *, actor: str | None = None
+    ) -> list[MemoryPublic]:
+        """Forget (as `forget`) every active memory of the user whose metadata passes
+        `filter`, in one transaction under the user's lock; those memories, most
+        important first. A filter that passes everything (`{}`) is refused."""
+        where = filter_of(filter)
+        if where is None or where == EVERYTHING:
+            raise InvalidInputError("filter: give conditions; `erase_user` removes everything")
+        with unit_of_work(self.url) as session:
+            memories.user_lock(session, user_id)
+            found = memories.list_for_user(session, user_id, limit=1_000_000, where=where)
+            return [
+                memory_changes.set_status(
+                    session, user_id, m.id, "deleted", actor=self._actor(actor)
+                )
+                for m in found
+            ]
 
     @checked("user_id", "memory_id")
     def purge(self, user_id: str, memory_id: str, *, actor: str | None = None) -> str:

@@ -14,6 +14,7 @@ from memlane.models.db import unit_of_work
 from memlane.models.schemas import MemoryPage
 from memlane.models.store.memories import memories
 from memlane.pipeline.errors import InvalidInputError
+from memlane.pipeline.metadata.filters import Filter
 from memlane.pipeline.records import MemoryStatus
 
 _PREFIX = "ref:"
@@ -46,6 +47,7 @@ def memories_page(
     limit: int,
     cursor: str | None,
     agent_id: str | None = None,
+    where: Filter | None = None,
 ) -> MemoryPage:
     if not 1 <= limit <= 1000:
         raise InvalidInputError(f"limit: must be between 1 and 1000, not {limit}")
@@ -53,7 +55,13 @@ def memories_page(
     with unit_of_work(url) as session:
         # One more than asked: whether a next page exists, without a count.
         rows = memories.page_for_user(
-            session, user_id, status=status, limit=limit + 1, before_ref=before, agent_id=agent_id
+            session,
+            user_id,
+            status=status,
+            limit=limit + 1,
+            before_ref=before,
+            agent_id=agent_id,
+            where=where,
         )
     more = len(rows) > limit
     rows = rows[:limit]

@@ -15,6 +15,7 @@ from memlane.config.settings import Settings
 from memlane.models.schemas import MemoryPublic, SearchHit, SearchRequest
 from memlane.models.store.memories.vector_index import wants_hnsw
 from memlane.models.store.reads import assembly as assembly_reads
+from memlane.pipeline.metadata.filters import parse_filter
 from memlane.pipeline.ranking.scoring import Weights, blend_relevance
 from memlane.pipeline.ranking.search import SearchFilters, search_memories
 from memlane.pipeline.records import MemoryRecord
@@ -55,6 +56,7 @@ def search(
         include_sensitive=request.include_sensitive,
         approximate=wants_hnsw(s.vector_index, embedder.capabilities),
         agent_id=request.agent_id,
+        where=parse_filter(request.filter) if request.filter is not None else None,
     )
     candidates, _ = assembly_reads.read_for_assembly(
         url, request.user_id, wanted, episode_limit=0, embed_for=embed_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from memlane.models.db import unit_of_work
 from memlane.models.store.users import export as user_export
 from memlane.pipeline.errors import ConflictError, InvalidInputError
+from memlane.pipeline.metadata.filters import filter_of
 from memlane.service.input_checks import check_category, check_text, checked
 
 if TYPE_CHECKING:
@@ -39,17 +40,31 @@ class UserTransfer:
 
     @checked("user_id", "agent_id")
     def export_user(
-        self, user_id: str, *, messages: bool = False, agent_id: str | None = None
+        self,
+        user_id: str,
+        *,
+        messages: bool = False,
+        agent_id: str | None = None,
+        filter: Mapping[str, Any] | str | None = None,  # the API's word
     ) -> Iterator[str]:
         """The user's data as JSON lines (each without its newline): a header, then
         memories with their keywords, vectors and history, episodes, procedures, soul
         blocks, and with `messages` their conversations and messages. Read lazily, in
         one transaction: iterate it to the end (or close it). `agent_id`: what that
-        agent sees, the shared data and its own; without, every agent's."""
-        with unit_of_work(self.url) as session:
-            rows = user_export.export_rows(session, user_id, messages=messages, agent_id=agent_id)
-            for record in rows:
-                yield json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        agent sees, the shared data and its own; without, every agent's. `filter`: only
+        the conversations, memories and episodes whose metadata passes it (checked now, a
+        MetadataError naming the bad part, before any line)."""
+        only = filter_of(filter)
+
+        def lines() -> Iterator[str]:
+            with unit_of_work(self.url) as session:
+                rows = user_export.export_rows(
+                    session, user_id, messages=messages, agent_id=agent_id, only=only
+                )
+                for record in rows:
+                    yield json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+        return lines()
 
     def import_user(
         self,

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 
 from memlane.config.settings import Settings
 from memlane.models.db import one_statement, unit_of_work
+from memlane.models.store import metadata_writes
 from memlane.models.store.conversations import job_windows, jobs
 from memlane.models.store.memories import fingerprints, memories, scopes, scrub
 from memlane.models.store.reads import dedup as dedup_reads
@@ -305,7 +306,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
             # the memories' refs, the episode's after them, and the change number: one
             # statement on the user's counter row
             first_ref, _ = changes.stamp_with_refs(session, user_id, len(plan.inserts) + 1)
-            memories.apply_plan(
+            inserted = memories.apply_plan(
                 session,
                 plan,
                 user_id=user_id,
@@ -333,7 +334,7 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 ),
                 now=now,
             )
-            context_items.save_episode(
+            episode_id = context_items.save_episode(
                 session,
                 user_id=user_id,
                 conversation_id=conversation_id,
@@ -344,6 +345,14 @@ def _store(job_id: str, settings: Settings, url: str, now: datetime) -> StageOut
                 embedding_model=embedder.name,
                 ref=first_ref + len(plan.inserts),
                 agent_id=agent_id,
+            )
+            metadata_writes.inherit(
+                session,
+                user_id=user_id,
+                conversation_id=conversation_id,
+                inserted=inserted,
+                confirmed=[b.memory_id for b in plan.bumps],
+                episode_id=episode_id,
             )
             suppressed = len(kept_out) + sum(len(f.sighting_indices) for f in plan.forgotten)
             jobs.done(session, job_id, now=now, suppressed=suppressed)

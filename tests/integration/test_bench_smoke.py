@@ -24,6 +24,7 @@ EXPECTED_FIELDS = {
     "working_set": {"backend", "memories", "measure", "p50_ms", "p99_ms"},
     "ingest": {"transcripts_per_s", "done", "failed", "extract_max_mib", "store_max_mib"},
     "inspector_pack": {"backend", "candidates", "page", "p50_ms", "p99_ms", "html_kib"},
+    "metadata_filter": {"backend", "read", "memories", "filter", "p50_ms", "p99_ms", "ratio"},
     "purge": {"backend", "episodes", "p50_ms", "episodes_redacted", "packs_deleted"},
 }
 

@@ -187,6 +187,20 @@ def test_the_facade_on_the_embedded_default(
     assert ran["page"].memories
 
 
+def test_the_metadata_page_on_the_embedded_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in __import__("os").environ if n.startswith("MEMLANE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMLANE_EMBEDDING_MODEL", "hashing")  # the page's calls, not a model
+    ran = runpy.run_path(str(SNIPPETS / "metadata.py"))
+    assert "PostgreSQL" in ran["atlas"].text and "support rota" not in ran["atlas"].text
+    assert [m.metadata["team"] for m in ran["eng"]] == ["eng"]
+    assert "PostgreSQL" in ran["recent"][0].memory.content
+    assert [m.content for m in ran["not_ops"]] == [m.content for m in ran["eng"]]
+
+
 def fenced(text: str, language: str) -> list[str]:
     """The fenced blocks of a language, indented ones (in tabs) too, dedented."""
     found = re.findall(rf"^( *)```{language}\n(.*?)^\1```", text, flags=re.M | re.S)

@@ -67,6 +67,7 @@ def test_a_stored_record_is_what_model_construct_gives() -> None:
         source_job_id="job_1",
         evidence_seq=3,
         agent_id="agent-a",
+        metadata={"team": ["eng", "ops"]},
     )
     assert list(values) == _NAMES  # the read's columns, in order
     record = stored_record(dict(values))

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import Query, Response
 
 from memlane.api.deps import Actor, AgentId, Lane, UserId, needs, v1_router
+from memlane.models.api_schemas import ForgetMatching, ForgottenOut
 from memlane.models.schemas import MemoryCreate, MemoryEvent, MemoryPage, MemoryPatch, MemoryPublic
 from memlane.pipeline.records import MemoryStatus
 
@@ -27,12 +28,22 @@ def list_memories(
         Query(max_length=200, description="the `next_cursor` of the page before; none first"),
     ] = None,
     agent_id: AgentId = None,
+    filter: Annotated[  # the word the other doors use
+        str | None,
+        Query(
+            max_length=8192,
+            description='a metadata filter, a JSON object (e.g. {"team": "eng"}): only the '
+            "memories whose metadata passes it; a malformed one is a 422 naming the bad part",
+        ),
+    ] = None,
 ) -> MemoryPage:
     """The user's memories, newest first, a page at a time: follow `next_cursor` until
     it is null. Exact however the store changes meanwhile (pages are keyed on each
     memory's short id, which never changes)."""
     wanted = None if status == "all" else status
-    return lane.memories_page(user_id, status=wanted, limit=limit, cursor=cursor, agent_id=agent_id)
+    return lane.memories_page(
+        user_id, status=wanted, limit=limit, cursor=cursor, agent_id=agent_id, filter=filter
+    )
 
 
 @router.post(
@@ -96,3 +107,16 @@ def delete_memory(
     else:
         lane.forget(user_id, memory_id, actor=actor)
     return Response(status_code=204)
+
+
+@router.post(
+    MEMORIES + "/forget", tags=["memories"], dependencies=[needs("write")], status_code=200
+)
+def forget_matching(
+    user_id: UserId, body: ForgetMatching, lane: Lane, actor: Actor
+) -> ForgottenOut:
+    """Forget every active memory of the user whose metadata passes the filter (each
+    restorable, as one forgotten by id); a filter that passes everything is a 422."""
+    assert body.filter is not None  # required by the body's schema
+    forgotten = lane.forget_matching(user_id, body.filter, actor=actor)
+    return ForgottenOut(forgotten=[m.id for m in forgotten])

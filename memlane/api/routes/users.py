@@ -66,11 +66,19 @@ def export_user(
             "every agent's",
         ),
     ] = None,
+    filter: Annotated[  # the word the other doors use
+        str | None,
+        Query(
+            max_length=8192,
+            description="a metadata filter, a JSON object: only the conversations, memories "
+            "and episodes whose metadata passes it (a 422 naming the bad part otherwise)",
+        ),
+    ] = None,
 ) -> StreamingResponse:
     """The user's data as JSON lines (`memlane users export`): memories with their
     keywords, vectors and history, episodes, procedures, soul blocks, and optionally
     the messages; for `POST …/import` of another deployment."""
-    lines = lane.export_user(user_id, messages=messages, agent_id=agent_id)
+    lines = lane.export_user(user_id, messages=messages, agent_id=agent_id, filter=filter)
     return StreamingResponse((line + "\n" for line in lines), media_type=NDJSON)
 
 

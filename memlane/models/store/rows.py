@@ -57,6 +57,7 @@ def to_public(row: MemoryRow) -> MemoryPublic:
         source_job_id=row.source_job_id,
         language=row.language,
         agent_id=row.agent_id,
+        metadata=row.meta,
     )
 
 
@@ -104,6 +105,7 @@ _MEMORY_COLUMNS: tuple[Any, ...] = (
     MemoryRow.source_job_id,
     MemoryRow.evidence_seq,
     MemoryRow.agent_id,
+    MemoryRow.meta.label("metadata"),
 )
 _NAMES = [column.key for column in _MEMORY_COLUMNS]
 _KEYWORDS = _NAMES.index("keywords")
@@ -146,6 +148,9 @@ def memory_record(row: Sequence[Any], keywords: frozenset[str] | None = None) ->
     its vector; `keywords` when `keywords_of` has parsed them already."""
     fields = dict(zip(_NAMES, row, strict=False))
     fields["keywords"] = keywords if keywords is not None else keywords_of([row])[0]
+    metadata = fields.get("metadata")
+    if metadata is None or isinstance(metadata, str):  # JSON text from a raw SQLite read
+        fields["metadata"] = json.loads(metadata or "{}")
     for name in _TIMES:
         when = fields[name]
         if when is not None and when.tzinfo is not UTC:

@@ -65,10 +65,12 @@ def assemble_from_view(
     relevance: FloatArray | None,
     *,
     walk_margin: float,
+    allowed: npt.NDArray[np.bool_] | None = None,
 ) -> AssembledContext:
     """The assembly of `request` from `view`, `relevance` its rows' relevance to the query
     (None without one): the context and decisions of a walk of every item (module
-    docstring). `walk_margin` > 0 only sets how far the first walk goes."""
+    docstring). `walk_margin` > 0 only sets how far the first walk goes; `allowed`: the
+    rows a metadata filter passes (shortlists.make)."""
     budget = request.budget_tokens
     shortlist = shortlists.make(
         view,
@@ -82,6 +84,7 @@ def assemble_from_view(
         limit=shortlists.size(view, budget, request.style, walk_margin),
         walk_tokens=walk_margin * budget if walk_margin > 0 else None,
         style=request.style,
+        allowed=allowed,
     )
     first = assemble_context(_with(request, view, shortlist))
     rest = shortlist.rest

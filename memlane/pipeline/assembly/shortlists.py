@@ -100,12 +100,15 @@ def make(
     limit: int,
     walk_tokens: float | None = None,
     style: str = "default",
+    allowed: npt.NDArray[np.bool_] | None = None,
 ) -> Shortlist:
     """What the assembler needs to see of this user (module docstring). With
     `walk_tokens`, the ranked part ends sooner: where its lines, estimated from each
-    item's length in `style`, add up to that many tokens (at least MIN_WALK items)."""
+    item's length in `style`, add up to that many tokens (at least MIN_WALK items).
+    `allowed`: the rows a metadata filter passes (pipeline.metadata.masks); the others
+    are left out as if not there, kept out of the pack too."""
     rows = len(view.corpus)
-    live = view.corpus.live
+    live = view.corpus.live if allowed is None else view.corpus.live & allowed
     rel = np.zeros(rows, dtype=np.float64) if relevance is None else relevance
     # as the assembler reads a relevance (scoring.unit_interval): NaN 0 (fmax passes
     # over it), then clipped

@@ -14,6 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import TranscriptIn
+from memlane.models.store.metadata_writes import updated_metadata
 from memlane.models.tables import Conversation, Message
 from memlane.pipeline.errors import TranscriptError
 from memlane.pipeline.language.detect import detect_language
@@ -60,7 +61,8 @@ def _upsert_conversation(dialect: str) -> Any:
     insert = pg_insert if dialect == "postgresql" else sqlite_insert
     statement = insert(_CONVERSATIONS)
     return statement.on_conflict_do_update(
-        index_elements=[_C.id], set_={"final": _C.final}
+        index_elements=[_C.id],
+        set_={"final": _C.final, "metadata": updated_metadata(dialect, statement.excluded)},
     ).returning(*(_C[f.name] for f in fields(_Locked)))
 
 
@@ -89,6 +91,7 @@ def _lock_conversation(session: Session, transcript: TranscriptIn, now: datetime
         "final": False,
         "created_at": now,
         "last_message_at": now,
+        "metadata": transcript.metadata,
     }
     row = session.execute(_upsert_conversation(session.get_bind().dialect.name), values).one()
     conversation = _Locked(*row)

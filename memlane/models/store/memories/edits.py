@@ -7,7 +7,7 @@ leaves no event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +25,7 @@ from memlane.pipeline.dedup.keywords import keywords as keywords_of
 from memlane.pipeline.dedup.keywords import statement_language
 from memlane.pipeline.dedup.plan import duplicate_of
 from memlane.pipeline.errors import ConflictError
+from memlane.pipeline.metadata.values import Value, merge_metadata
 from memlane.pipeline.records import MemoryStatus, Tier
 
 PYTHON = "python"  # the actor of a facade called directly
@@ -210,11 +211,12 @@ def confirm(
     sensitive: bool,
     actor: str = PYTHON,
     now: datetime | None = None,
+    metadata: Mapping[str, Value] | None = None,
 ) -> MemoryPublic:
     """A memory added by hand again (a duplicate by the dedup rule) confirms the stored
     one, as a conversation would: seen once more, confirmed now, importance and
     confidence raised to the max, tier raised if a higher one was asked, sensitive if
-    asked."""
+    asked, its metadata merged (pipeline.metadata.values.merge_metadata)."""
     row = _not_forgotten(get(session, user_id, memory_id), "confirm")
     at = _now(now)
     row.access_count += 1
@@ -229,6 +231,8 @@ def confirm(
     if sensitive and not row.sensitive:
         detail["sensitive"] = True
         row.sensitive = True
+    if metadata:
+        row.meta = merge_metadata(row.meta, metadata)
     return _changed(session, row, "confirmed", actor, at, detail)
 
 

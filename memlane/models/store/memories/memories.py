@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import BindParameter
 
 from memlane.models.schemas import EventKind, MemoryCreate, MemoryPublic
+from memlane.models.store import metadata_sql
 from memlane.models.store.memories import events as memory_events
 from memlane.models.store.memories import keyword_index, refs
 from memlane.models.store.memories.scopes import seen_by
@@ -23,6 +24,7 @@ from memlane.models.store.users import change_feed as changes
 from memlane.models.tables import MemoryRow
 from memlane.pipeline.dedup.keywords import statement_language
 from memlane.pipeline.errors import NotFoundError
+from memlane.pipeline.metadata.filters import Filter
 from memlane.pipeline.records import MemoryStatus
 
 if TYPE_CHECKING:  # the plan's type only: the store applies a plan, dedup.plan makes it
@@ -111,6 +113,7 @@ def add(
         accessed_at=now,
         ref=refs.allocate(session, user_id),
         change_seq=changes.stamp(session, user_id),
+        meta=dict(memory.metadata),
     )
     session.add(row)
     session.flush()
@@ -143,9 +146,10 @@ def list_for_user(
     limit: int = 100,
     offset: int = 0,
     agent_id: str | None = None,
+    where: Filter | None = None,
 ) -> list[MemoryPublic]:
     """The user's memories `agent_id` sees (the shared ones and its own; None: the
-    shared ones), most important first."""
+    shared ones), most important first; `where`: those of metadata it passes."""
     query = (
         select(MemoryRow)
         .where(MemoryRow.user_id == user_id, seen_by(MemoryRow.agent_id, agent_id))
@@ -155,6 +159,9 @@ def list_for_user(
     )
     if status is not None:
         query = query.where(MemoryRow.status == status)
+    if where is not None:
+        dialect = session.get_bind().dialect.name
+        query = query.where(metadata_sql.condition(MemoryRow.meta, where, dialect=dialect))
     return [to_public(row) for row in session.scalars(query)]
 
 
@@ -166,6 +173,7 @@ def page_for_user(
     limit: int = 100,
     before_ref: int | None = None,
     agent_id: str | None = None,
+    where: Filter | None = None,
 ) -> list[MemoryPublic]:
     """The user's memories `agent_id` sees (as `list_for_user`) newest first (by `ref`,
     which never changes and is never reused), those older than `before_ref` when given: a
@@ -181,6 +189,9 @@ def page_for_user(
         query = query.where(MemoryRow.ref < before_ref)
     if status is not None:
         query = query.where(MemoryRow.status == status)
+    if where is not None:
+        dialect = session.get_bind().dialect.name
+        query = query.where(metadata_sql.condition(MemoryRow.meta, where, dialect=dialect))
     return [to_public(row) for row in session.scalars(query)]
 
 

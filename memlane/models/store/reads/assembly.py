@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from itertools import count
@@ -63,6 +63,7 @@ from sqlalchemy.orm import Session
 
 from memlane.models.db import autocommit_engine, read_unit
 from memlane.models.pipelined import CompiledRead, compile_read, run_reads
+from memlane.models.store import metadata_sql
 from memlane.models.store.rows import stored_record
 from memlane.models.store.users.context_items import (
     ContextItems,
@@ -72,6 +73,7 @@ from memlane.models.store.users.context_items import (
 )
 from memlane.models.tables import MemoryKeyword, MemoryRow
 from memlane.pipeline.dedup.keywords import keywords
+from memlane.pipeline.metadata.filters import Filter
 from memlane.pipeline.ranking.lexical import bm25_scores
 from memlane.pipeline.ranking.relevance import row_dots
 from memlane.pipeline.records import MemoryRecord
@@ -126,9 +128,12 @@ class AssemblyCandidates:
     retrieval_mode: str
 
 
-def _visible(include_sensitive: bool) -> list[ColumnElement[bool]]:
-    """The safety filter of every read here; parameters `user_id`, `now` and `agent_id`
-    (pipeline.scope: the shared memories and that agent's; NULL, no agent, matches none)."""
+def _visible(
+    include_sensitive: bool, where: Filter | None = None, postgres: bool = False
+) -> list[ColumnElement[bool]]:
+    """The safety filter of every read here, and the caller's metadata filter `where`;
+    parameters `user_id`, `now` and `agent_id` (pipeline.scope: the shared memories and
+    that agent's; NULL, no agent, matches none)."""
     conditions: list[ColumnElement[bool]] = [
         MemoryRow.user_id == bindparam("user_id"),
         or_(MemoryRow.agent_id.is_(None), MemoryRow.agent_id == bindparam("agent_id")),
@@ -137,6 +142,9 @@ def _visible(include_sensitive: bool) -> list[ColumnElement[bool]]:
     ]
     if not include_sensitive:
         conditions.append(MemoryRow.sensitive == false())
+    if where is not None:
+        dialect = "postgresql" if postgres else "sqlite"
+        conditions.append(metadata_sql.condition(MemoryRow.meta, where, dialect=dialect))
     return conditions
 
 
@@ -234,6 +242,7 @@ class CandidateQuery:
     approximate: bool = False
     max_word_postings: int = MAX_WORD_POSTINGS
     agent_id: str | None = None  # whose memories besides the shared ones (pipeline.scope)
+    where: Filter | None = None  # a metadata filter (pipeline.metadata.filters)
 
 
 def assembly_candidates(
@@ -346,6 +355,8 @@ class _CandidatesRead:
             lexical=postgres and terms is not None,
             words=len(words),
             include_sensitive=query.include_sensitive,
+            where=query.where,
+            where_key=repr(query.where) if query.where is not None else "",
         )
         params: dict[str, Any] = {
             "user_id": user_id,
@@ -391,7 +402,7 @@ class _CandidatesRead:
         postgres, query, terms = self.shape.postgres, self.query, self.terms
         query_vector = query.query_vector
         found = _Found(
-            _visible(query.include_sensitive),
+            _visible(query.include_sensitive, query.where, postgres),
             {"user_id": self.user_id, "now": query.now, "agent_id": query.agent_id},
             query.top_k,
         )
@@ -438,6 +449,10 @@ class _Shape:
     lexical: bool  # ts_rank_cd of the query (PostgreSQL)
     words: int  # query keywords, for the lexical candidates
     include_sensitive: bool
+    # its values are compiled in: a statement per filter, told apart by `where_key`
+    # (filters of 1 and true are equal dataclasses)
+    where: Filter | None = field(default=None, compare=False, hash=False)
+    where_key: str = ""
 
 
 def _lexical_column() -> Any:
@@ -453,7 +468,7 @@ def _lexical_column() -> Any:
 def _statement(shape: _Shape) -> Any:
     """The one statement of a read (module docstring), built once per shape: building
     it took longer than running it (bench/README.md)."""
-    conditions = _visible(shape.include_sensitive)
+    conditions = _visible(shape.include_sensitive, shape.where, shape.postgres)
     names = count()
 
     def part(*more: Any) -> Any:

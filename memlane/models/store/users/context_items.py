@@ -118,6 +118,7 @@ def episode_record(row: EpisodeRow, *, with_embedding: bool = True) -> EpisodeRe
         ref=row.ref,
         embedding=tuple(row.embedding) if with_embedding and row.embedding is not None else None,
         agent_id=row.agent_id,
+        metadata=row.meta or {},
     )
 
 

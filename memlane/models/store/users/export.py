@@ -21,10 +21,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import insert, select
+from sqlalchemy import and_, insert, select
 from sqlalchemy.orm import Session
 
 from memlane.models.schemas import UserIdIn
+from memlane.models.store import metadata_sql
 from memlane.models.store.memories import keyword_index, memories, refs
 from memlane.models.store.memories.scopes import seen_by
 from memlane.models.store.users import change_feed as changes
@@ -45,6 +46,7 @@ from memlane.models.tables import (
     UTCDateTime,
 )
 from memlane.pipeline.errors import ConflictError, InvalidInputError
+from memlane.pipeline.metadata.filters import Filter
 
 FORMAT = "memlane-export"
 VERSION = 1
@@ -104,31 +106,44 @@ def _out(column: Any, value: Any) -> Any:
 
 
 def export_rows(
-    session: Session, user_id: str, *, messages: bool, agent_id: str | None = None
+    session: Session,
+    user_id: str,
+    *,
+    messages: bool,
+    agent_id: str | None = None,
+    only: Filter | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The header, then every exported row of the user, each table in a stable order.
-    With `agent_id`, what that agent sees (pipeline.scope): the shared rows and its own,
-    and of conversations, messages and memory events those of the rows kept; without,
-    every row of every agent (the export moves the user whole)."""
+    With `agent_id`, what that agent sees (pipeline.scope): the shared rows and its own;
+    without, every row of every agent (the export moves the user whole). `only`: the
+    conversations, memories and episodes whose metadata passes it (procedures and soul
+    blocks carry none: all). Of conversations and memories kept, their messages and
+    histories."""
     yield {"kind": FORMAT, "version": VERSION, "user_id": user_id, "messages": messages}
-    conversations = [Conversation.user_id == user_id]
-    memories = [MemoryRow.user_id == user_id]
-    if agent_id is not None:
-        conversations.append(seen_by(Conversation.agent_id, agent_id))
-        memories.append(seen_by(MemoryRow.agent_id, agent_id))
-    conversation_ids = select(Conversation.id).where(*conversations)
+    dialect = session.get_bind().dialect.name
+
+    def passing(table: Any) -> Any:  # of the _SCOPED tables
+        conditions = [table.user_id == user_id]
+        if agent_id is not None:
+            conditions.append(seen_by(table.agent_id, agent_id))
+        if only is not None:
+            conditions.append(metadata_sql.condition(table.meta, only, dialect=dialect))
+        return and_(*conditions)
+
+    conversation_ids = select(Conversation.id).where(passing(Conversation))
+    memory_ids = select(MemoryRow.id).where(passing(MemoryRow))
+    narrowed = agent_id is not None or only is not None
     for kind, table in TABLES.items():
         if kind in _MESSAGE_TABLES and not messages:
             continue
-        where = (
-            table.conversation_id.in_(conversation_ids)
-            if kind == "messages"
-            else table.user_id == user_id
-        )
-        if agent_id is not None and kind in _SCOPED:
-            where = where & seen_by(table.agent_id, agent_id)
-        elif agent_id is not None and kind == "memory_events":
-            where = where & table.memory_id.in_(select(MemoryRow.id).where(*memories))
+        if kind == "messages":
+            where = table.conversation_id.in_(conversation_ids)
+        elif kind in _SCOPED:
+            where = passing(table)
+        elif kind == "memory_events" and narrowed:
+            where = and_(table.user_id == user_id, table.memory_id.in_(memory_ids))
+        else:
+            where = table.user_id == user_id
         order = [c for c in table.__table__.primary_key.columns]
         columns = _columns(kind)
         for row in session.execute(select(*columns).where(where).order_by(*order)):
@@ -256,6 +271,8 @@ def _write(
             values["user_id"] = user_id
         if "change_seq" in columns:
             values["change_seq"] = number
+        if "metadata" in values:  # the ORM insert takes the attribute's name
+            values["meta"] = values.pop("metadata")
     _embed_where_needed(kind, rows, embedder, embed)
     session.execute(insert(table), rows)
     if kind == "memories":

@@ -32,6 +32,7 @@ from memlane.models.schemas import (
     EventKind,
     Identifier,
     MemoryContent,
+    MetadataIn,
     StoredText,
     UserIdIn,
     as_utc,
@@ -103,6 +104,7 @@ class ConversationRowIn(_Row):
     created_at: Time
     last_message_at: Time
     agent_id: UserIdIn | None = None  # an agent id follows the user id's rule
+    metadata: MetadataIn = Field(default_factory=dict)  # checked as a transcript's
 
 
 # ISO 639-1 (or -3), as the store writes it (memlane.pipeline.language.detect)
@@ -148,6 +150,7 @@ class MemoryRowIn(_Row):
     source_to_seq: Seq | None = None
     evidence_seq: Seq | None = None
     agent_id: UserIdIn | None = None
+    metadata: MetadataIn = Field(default_factory=dict)
 
 
 class MemoryEventRowIn(_Row):
@@ -175,6 +178,7 @@ class EpisodeRowIn(_Row):
     embedding_model: ModelName | None = None
     embedding_dim: Annotated[int, Field(ge=1, le=MAX_VECTOR)] | None = None
     agent_id: UserIdIn | None = None
+    metadata: MetadataIn = Field(default_factory=dict)
 
 
 class SoulBlockRowIn(_Row):
