@@ -194,3 +194,48 @@ def test_a_conversation_keeps_its_agent(agent_lane: Memlane, stub: LLMStub) -> N
                 "messages": [{"role": "user", "content": "Hello again."}],
             }
         )
+
+
+@pytest.mark.parametrize("working_set_mb", [64, 0])
+def test_a_metadata_filter_applies_within_what_the_agent_sees(
+    db_url: str, stub: LLMStub, working_set_mb: int
+) -> None:
+    # agent scope and metadata filters came from two branches: each narrows the other,
+    # through the working set's row mask (64) and the store read's SQL (0)
+    settings = load_settings(
+        database_url=db_url,
+        llm_model="openai/stub-model",
+        llm_api_base=stub.base_url,
+        llm_api_key="x",
+        working_set_mb=working_set_mb,
+    )
+    told = [
+        ("c-shared", "a", "eng", memory("User rides a red bicycle to work.", "user")),
+        ("c-a-eng", "a", "eng", memory("User wants bicycle routes as numbered steps.", "agent")),
+        ("c-a-ops", "a", "ops", memory("User wants bicycle news in one line.", "agent")),
+        ("c-b-eng", "b", "eng", memory("User wants bicycle tips with a map link.", "agent")),
+    ]
+    with Memlane(settings) as lane:
+        for conversation, agent, team, fact in told:
+            stub.script([ok([fact], {"summary": "Bikes.", "topics": [], "outcome": None})])
+            lane.enqueue(
+                {
+                    "conversation_id": conversation,
+                    "user_id": "u1",
+                    "agent_id": agent,
+                    "metadata": {"team": team},
+                    "messages": [{"role": "user", "content": "About my bicycle."}],
+                    "final": True,
+                }
+            )
+            lane.flush(timeout=120)
+        for agent, wanted in [
+            ("a", {"red bicycle", "numbered steps"}),
+            ("b", {"red bicycle", "map link"}),
+            (None, {"red bicycle"}),
+        ]:
+            text = lane.assemble(
+                "u1", "bicycle", budget_tokens=2000, agent_id=agent, filter={"team": "eng"}
+            ).text
+            everything = {"red bicycle", "numbered steps", "one line", "map link"}
+            assert {p for p in everything if p in text} == wanted, (agent, text)
