@@ -82,13 +82,22 @@ def export(
             show_default=False,
         ),
     ] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--filter",
+            help="Only the conversations, memories and episodes whose metadata passes this "
+            'JSON filter, e.g. \'{"team": "eng"}\' (docs/metadata.md).',
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Print the user's data as JSON lines (memories with their history, episodes,
     procedures, soul blocks; with --messages their conversations), for `memlane users
     import` into another deployment: memlane users export --user U > u.jsonl (JSON lines
     always, so no --json)."""
     with lane_session() as lane:
-        for line in lane.export_user(user, messages=messages, agent_id=agent):
+        for line in lane.export_user(user, messages=messages, agent_id=agent, filter=where):
             typer.echo(line)
 
 

@@ -204,6 +204,9 @@ def test_the_cli_takes_metadata_and_filters(db_url: str) -> None:
     assert [h["memory"]["content"] for h in hits] == [TEA]
     context = run("assemble", "--user", "u1", "--filter", '{"not": {"team": "eng"}}')
     assert WORK in context and TEA not in context
+    exported = run("users", "export", "--user", "u1", "--filter", '{"team": "ops"}').splitlines()
+    rows = [json.loads(line) for line in exported[1:]]
+    assert [r["row"]["content"] for r in rows if r["kind"] == "memories"] == [WORK]
     bad = cli(db_url, "memories", "list", "--user", "u1", "--filter", '{"team": {"lt": "soon"}}')
     assert bad.exit_code != 0
     assert "filter.team.lt: a range's bound is a number or an ISO 8601 date" in bad.output
