@@ -18,6 +18,10 @@ another, as production runs, and its pack read back with each item's text
    tokens, scored by DATA_DIR's scorer on the items' texts (no markup, so no dates: answer
    words are below bench.locomo's, alike for every rule). `rank_order` is the assembler's
    own; `agree` is the share of assemblies where its replay took what the context holds.
+   `with_next` adds, after the first line taken, the memory said next in its conversation
+   (its line's tokens estimated: its text's and MEMORY_MARKUP's).
+3. How many missing evidence turns a memory said right before or after a line taken
+   holds (`beside a taken line`, counted apart from the fates).
 
 Prints one JSON object (per budget and rule: evidence and answer words %, all and per
 category; the fates' counts) on stdout and a table on stderr.
@@ -28,10 +32,12 @@ from __future__ import annotations
 import argparse
 import html
 import importlib.util
+import itertools
 import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import ModuleType
@@ -42,10 +48,14 @@ import tiktoken
 from bench import locomo
 from bench import walk_replay as replay
 from memlane.config.settings import Settings
+from memlane.models.schemas import MemoryPublic
+from memlane.pipeline.assembly import context_format as fmt
 from memlane.pipeline.assembly.tokens import get_encoding
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.service.facade import Memlane
 
+# The most tokens of markup a memory line took in bench.locomo's runs (mean 19.0, max 20).
+MEMORY_MARKUP = 20
 Rule = Callable[[Sequence[replay.Item], replay.Room, float], list[replay.Item]]
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -105,6 +115,34 @@ def packs(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Conversations:
+    """Each memory's neighbours in its conversation (by when they were said, then in the
+    order they were extracted) and text."""
+
+    before: dict[str, str]
+    after: dict[str, str]
+    text: dict[str, str]
+
+
+def conversations(lane: Memlane, users: Sequence[str]) -> Conversations:
+    before: dict[str, str] = {}
+    after: dict[str, str] = {}
+    text: dict[str, str] = {}
+    for user in users:
+        memories: list[MemoryPublic] = []
+        while batch := lane.list_memories(user, limit=500, offset=len(memories)):
+            memories += batch
+        # one extraction's memories share its time: its order (the extractor's, here the
+        # messages') is their refs'
+        memories.sort(key=lambda m: (m.source_conversation_id or "", m.created_at, m.ref))
+        for m, n in itertools.pairwise(memories):
+            if m.source_conversation_id == n.source_conversation_id:
+                after[m.id], before[n.id] = n.id, m.id
+        text |= {m.id: m.content for m in memories}
+    return Conversations(before, after, text)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("data", type=Path, help="transcripts.jsonl, questions.jsonl, score.py")
@@ -126,8 +164,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         last = locomo.ingest(settings, locomo.read_jsonl(args.data / "transcripts.jsonl"))
         now_for = {user: at + timedelta(days=1) for user, at in last.items()}
         assembled = packs(settings, questions, budgets, now_for)
+        with Memlane(settings) as lane:
+            said = conversations(lane, sorted(now_for))
         floor = settings.relevance_floor
-    report = tally(assembled, score, floor)
+    report = tally(assembled, score, floor, said)
     report |= {"embedder": args.embedder, "granularity": args.granularity}
     report["questions"] = len(questions)
     print_table(report, budgets)
@@ -138,9 +178,24 @@ def tally(
     assembled: Sequence[tuple[dict[str, Any], int, str, dict[str, Any]]],
     score: ModuleType,
     floor: float,
+    said: Conversations,
 ) -> dict[str, Any]:
     """Each rule's scores and the fates of missing evidence, per budget."""
     encoding = get_encoding("o200k_base")
+    estimated: dict[str, replay.Item] = {}
+
+    def said_next(pool: Sequence[replay.Item]) -> dict[str, replay.Item]:
+        walked = {i.id: i for i in pool}
+        out = {}
+        for item in pool:
+            if (n := said.after.get(item.id)) is None:
+                continue
+            if n not in walked and n not in estimated:
+                tokens = len(encoding.encode_ordinary(fmt.text(said.text[n]))) + MEMORY_MARKUP
+                estimated[n] = replay.Item(n, "memory", 0.0, 0.0, tokens, said.text[n])
+            out[item.id] = walked.get(n) or estimated[n]
+        return out
+
     sums: dict[int, dict[str, Counter[str]]] = defaultdict(lambda: defaultdict(Counter))
     fates: dict[int, Counter[str]] = defaultdict(Counter)
     agree: Counter[int] = Counter()
@@ -148,7 +203,7 @@ def tally(
         first, items = walked_items(pack)
         room = replay.Room.of(budget, str(q["user_id"]), encoding).after(first)
         words = keywords(str(q["question"]))
-        rules = _rules(words, encoding)
+        rules = _rules(words, encoding, said_next(items))
         taken_ids = {i["id"] for i in pack["items"] if i["included"]} - {i.id for i in first}
         for name, rule in rules.items():
             taken = rule(items, room, floor)
@@ -161,6 +216,11 @@ def tally(
             evidence = score.norm_ws(text)
             if evidence and evidence not in in_context:
                 fates[budget][replay.fate(evidence, items, taken_ids, floor)] += 1
+                beside = {said.before.get(t) for t in taken_ids} | {
+                    said.after.get(t) for t in taken_ids
+                }
+                if any(evidence in score.norm_ws(said.text[m]) for m in beside if m):
+                    fates[budget]["beside a taken line"] += 1
     return {
         "budgets": {
             str(budget): {
@@ -173,7 +233,11 @@ def tally(
     }
 
 
-def _rules(words: frozenset[str] | set[str], encoding: tiktoken.Encoding) -> dict[str, Rule]:
+def _rules(
+    words: frozenset[str] | set[str],
+    encoding: tiktoken.Encoding,
+    next_of: dict[str, replay.Item],
+) -> dict[str, Rule]:
     """bench.walk_replay's rules, by name, for one question (its keywords)."""
 
     def trim(items: Sequence[replay.Item], room: replay.Room, floor: float) -> list[replay.Item]:
@@ -186,6 +250,7 @@ def _rules(words: frozenset[str] | set[str], encoding: tiktoken.Encoding) -> dic
         "knapsack_weighted": lambda i, r, f: replay.knapsack(i, r, f, weighted=True),
         "trim_to_fit": trim,
         "stop_at_skip": replay.stop_at_skip,
+        "with_next": lambda i, r, f: replay.with_next(i, r, f, next_of=next_of),
     }
 
 

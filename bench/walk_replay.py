@@ -18,12 +18,15 @@ Rules (each returns the ids it takes, in the order it takes them):
   a keyword with the query (joined by " … ") and taken if that fits.
 - `stop_at_skip`: rank order up to the first item that does not fit (no filling with
   lower-ranked lines after a skip).
+- `with_next`: rank order, and right after the first line taken, the memory said next in
+  its conversation (the reply to it), when it fits: not a selection rule over the same
+  items but a measure of what a taken line's conversational neighbours hold.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -146,6 +149,21 @@ def rank_order(items: Sequence[Item], room: Room, relevance_floor: float) -> lis
 
 def stop_at_skip(items: Sequence[Item], room: Room, relevance_floor: float) -> list[Item]:
     return greedy(ranked(items, relevance_floor), room, stop_at_skip=True)
+
+
+def with_next(
+    items: Sequence[Item], room: Room, relevance_floor: float, *, next_of: Mapping[str, Item]
+) -> list[Item]:
+    """Rank order, with the line said after the first line taken (`next_of`: a memory's
+    id → the next memory of its conversation) walked right after it."""
+    order = ranked(items, relevance_floor)
+    taken = greedy(order, room)
+    after = next_of.get(taken[0].id) if taken else None
+    if after is None:
+        return taken
+    rest = [i for i in order if i.id != after.id]
+    at = rest.index(taken[0]) + 1
+    return greedy([*rest[:at], after, *rest[at:]], room)
 
 
 def value_per_token(items: Sequence[Item], room: Room, relevance_floor: float) -> list[Item]:

@@ -158,3 +158,15 @@ def test_missing_evidence_is_told_where_it_stood_in_the_walk() -> None:
     assert replay.fate("the evidence", pool, {"a", "c"}, 0.8) == "skipped for room"
     assert replay.fate("the tail", pool, {"a", "c"}, 0.8) == "past the last taken"
     assert replay.fate("elsewhere", pool, {"a", "c"}, 0.8) == "not walked"
+
+
+def test_the_line_said_next_is_walked_right_after_the_first_line_taken() -> None:
+    pool = [_item("q", 1.0, 30), _item("b", 0.7, 40), _item("c", 0.6, 20)]
+    reply = _item("reply", 0.0, 30)
+    taken = replay.with_next(pool, ROOM, 0.8, next_of={"q": reply, "b": _item("x", 0.0, 5)})
+    assert [i.id for i in taken] == ["q", "reply", "c"]  # b no longer fits; x follows b only
+    # a reply in the pool is walked once, at its new place
+    pool_reply = _item("c", 0.6, 20)
+    taken = replay.with_next(pool, ROOM, 0.8, next_of={"q": pool_reply})
+    assert [i.id for i in taken] == ["q", "c", "b"]
+    assert replay.with_next(pool, ROOM, 0.8, next_of={}) == replay.rank_order(pool, ROOM, 0.8)
