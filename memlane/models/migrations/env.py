@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 from sqlalchemy import Connection
 
@@ -13,11 +15,19 @@ target_metadata = Base.metadata
 
 
 def run_on(connection: Connection) -> None:
+    postgres = connection.dialect.name == "postgresql"
+
+    def on_this_store(obj: Any, _name: str | None, kind: str, *_: Any) -> bool:
+        # a GIN index (metadata, 0016) is PostgreSQL's alone: autogenerate on SQLite
+        # must not ask for it
+        return postgres or kind != "index" or "postgresql_using" not in obj.dialect_kwargs
+
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
+        render_as_batch=not postgres,
         compare_type=True,
+        include_object=on_this_store,
     )
     with context.begin_transaction():
         context.run_migrations()
