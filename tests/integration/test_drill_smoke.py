@@ -19,9 +19,11 @@ pytestmark = pytest.mark.timeout(300)
 
 ARGS = {
     # answers slow enough that jobs are still running when the database goes away, even
-    # when a loaded machine is slow to start the outage (at 1 s, a CI run found none)
+    # when a loaded machine is slow to start the outage (at 1 s, a CI run found none);
+    # twice the extract worker's 8 threads, so a second wave runs at the 30% mark (with
+    # 8 jobs all ended together and a loaded run found none running)
     "database_outage": [
-        "--users", "2", "--per-user", "4", "--outage", "3", "--llm-delay", "5",
+        "--users", "2", "--per-user", "8", "--outage", "3", "--llm-delay", "5",
         "--resume-within", "30",
     ],
     "pg_restart": [
