@@ -273,7 +273,9 @@ def _statuses(stub: LLMStub, n: int) -> list[int]:
     import httpx
 
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-    with httpx.Client(base_url=stub.base_url, timeout=5) as client:
+    # the stub answers at once; a full 6-worker run on 2 cores once kept one answer
+    # past 5 s, so the timeout only guards against a hang
+    with httpx.Client(base_url=stub.base_url, timeout=60) as client:
         return [client.post("/chat/completions", json=body).status_code for _ in range(n)]
 
 
