@@ -6,40 +6,20 @@ access log, which cannot know the key (`memlane serve` turns that one off)."""
 from __future__ import annotations
 
 import logging
-import time
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
+
+from memlane.api.observed import after_each_request
 
 log = logging.getLogger("memlane.api.access")
 
 
-class AccessLog:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+def _logged(scope: Scope, status: int, seconds: float) -> None:
+    key = scope["state"].get("key")  # where the key check leaves its grant
+    name = getattr(key, "actor", None) or "-"
+    log.info("%s %s %d %.1fms key=%s", scope["method"], scope["path"], status, seconds * 1000, name)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        state = scope.setdefault("state", {})  # where the key check leaves its grant
-        started, status = time.perf_counter(), 500
 
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            key = state.get("key")
-            name = getattr(key, "actor", None) or "-"
-            log.info(
-                "%s %s %d %.1fms key=%s",
-                scope["method"],
-                scope["path"],
-                status,
-                (time.perf_counter() - started) * 1000,
-                name,
-            )
+def access_log(app: ASGIApp) -> ASGIApp:
+    """`app` writing the access log (module docstring); a Starlette middleware factory."""
+    return after_each_request(app, _logged)

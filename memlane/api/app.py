@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane.api import errors as api_errors
-from memlane.api.access_log import AccessLog
+from memlane.api.access_log import access_log
 from memlane.api.deps import TRANSCRIPTS_PATH, Runtime
 from memlane.api.metrics import ApiMetrics
 from memlane.api.routes import (
@@ -91,7 +91,7 @@ def create_app(lane: Memlane | None = None, settings: Settings | None = None) ->
     app.state.runtime = runtime
     app.state.metrics = ApiMetrics(lambda: runtime.settings.resolved_database_url)
     app.add_middleware(_Timed, metrics=app.state.metrics)
-    app.add_middleware(AccessLog)
+    app.add_middleware(access_log)
     for routes in (ingest, jobs, users, context, memories, items, keys, webhooks, health):
         app.include_router(routes.router)
     install_inspector(app)  # the /ui pages (memlane.api.ui)

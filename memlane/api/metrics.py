@@ -6,7 +6,6 @@ cost. Each app has its own registry, so several apps in one process do not colli
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,8 +14,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope
 
+from memlane.api.observed import after_each_request
 from memlane.models.db import unit_of_work
 from memlane.models.tables import Job
 
@@ -93,30 +93,13 @@ class ApiMetrics:
 
     def timing(self, app: ASGIApp) -> ASGIApp:
         """`app` with each HTTP request's latency observed under its route's template (no
-        ids in label values). Plain ASGI: a BaseHTTPMiddleware would change how errors
-        raised while reading the body (413) reach their handlers."""
+        ids in label values)."""
 
-        async def timed(scope: Scope, receive: Receive, send: Send) -> None:
-            if scope["type"] != "http":
-                await app(scope, receive, send)
-                return
-            started, status = time.perf_counter(), 500
+        def observe(scope: Scope, status: int, seconds: float) -> None:
+            path = getattr(scope.get("route"), "path", "unmatched")
+            self.requests.labels(scope["method"], path, str(status)).observe(seconds)
 
-            async def sending(message: Message) -> None:
-                nonlocal status
-                if message["type"] == "http.response.start":
-                    status = message["status"]
-                await send(message)
-
-            try:
-                await app(scope, receive, sending)
-            finally:
-                path = getattr(scope.get("route"), "path", "unmatched")
-                self.requests.labels(scope["method"], path, str(status)).observe(
-                    time.perf_counter() - started
-                )
-
-        return timed
+        return after_each_request(app, observe)
 
     def render(self) -> Response:
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE)

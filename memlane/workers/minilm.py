@@ -19,14 +19,13 @@ import hashlib
 import importlib.util
 import sys
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from memlane.pipeline.errors import ConfigurationError
-from memlane.pipeline.ranking.embedding import EmbedderCapabilities, embed_in_batches
+from memlane.pipeline.ranking.embedding import DenseBatchedEmbedder
 
 MINILM_NAME = "minilm-l6-v2-int8"
 MINILM_DIM = 384
@@ -121,12 +120,12 @@ def mean_pool(hidden: np.ndarray[Any, Any], mask: np.ndarray[Any, Any]) -> np.nd
     return means / np.clip(norms, 1e-12, None)  # type: ignore[no-any-return]
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(DenseBatchedEmbedder):
     """all-MiniLM-L6-v2 on onnxruntime. The model is loaded on the first `embed`, once per
     process. Blank texts get the zero vector, like the other embedders. Made without the
     packages it needs (`require_packages`) it is a ConfigurationError."""
 
-    lexical = False
+    _by_length = True  # each batch is padded to its longest text
 
     def __init__(self, *, batch_size: int = 32) -> None:
         if batch_size < 1:
@@ -135,20 +134,6 @@ class MiniLMEmbedder:
         self.name = MINILM_NAME
         self.dim = MINILM_DIM
         self._batch_size = batch_size
-
-    @property
-    def capabilities(self) -> EmbedderCapabilities:
-        return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        # by length: each batch is padded to its longest text
-        return embed_in_batches(
-            texts,
-            dim=self.dim,
-            batch_size=self._batch_size,
-            embed_batch=self._embed_batch,
-            by_length=True,
-        )
 
     def _embed_batch(self, texts: list[str]) -> Any:
         session, tokenizer = _load()  # the model is loaded on the first text to embed

@@ -66,3 +66,32 @@ def embed_in_batches(
         for index, vector in zip(batch, embedded, strict=True):
             vectors[index] = [float(v) for v in vector]
     return vectors
+
+
+class DenseBatchedEmbedder:
+    """What the learned embedders (minilm, e5-multilingual, an API model through litellm)
+    share: dense vectors an HNSW index serves well, embedded `_batch_size` texts at a
+    time by `embed_in_batches`. A subclass sets `name`, `dim` and `_batch_size` and
+    gives `_embed_batch`; `_by_length` for a model that pads a batch to its longest."""
+
+    lexical = False
+    name: str
+    dim: int
+    _batch_size: int
+    _by_length = False
+
+    @property
+    def capabilities(self) -> EmbedderCapabilities:
+        return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return embed_in_batches(
+            texts,
+            dim=self.dim,
+            batch_size=self._batch_size,
+            embed_batch=self._embed_batch,
+            by_length=self._by_length,
+        )
+
+    def _embed_batch(self, texts: list[str]) -> Iterable[Sequence[float]]:
+        raise NotImplementedError

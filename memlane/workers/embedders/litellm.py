@@ -3,25 +3,22 @@ its vectors MEMLANE_EMBEDDING_DIM long. Stored under the model string."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from memlane.config.settings import Settings
 from memlane.pipeline.errors import ConfigurationError
-from memlane.pipeline.ranking.embedding import EmbedderCapabilities, embed_in_batches
+from memlane.pipeline.ranking.embedding import DenseBatchedEmbedder
 from memlane.workers.embedders.plugin import EmbedderPlugin
 from memlane.workers.llm import load_litellm, translate_litellm_error
 
 
-class LiteLLMEmbedder:
+class LiteLLMEmbedder(DenseBatchedEmbedder):
     """A litellm embedding model, `batch_size` texts per HTTP request.
 
     Blank texts are not sent (providers reject them) and get the zero vector. Errors are
     provider errors like the LLM's (TransientProviderError, PermanentProviderError); a
     model whose vectors are not `dim` long is a ConfigurationError.
     """
-
-    lexical = False
 
     def __init__(
         self,
@@ -41,15 +38,6 @@ class LiteLLMEmbedder:
         self._api_key = api_key
         self._timeout_s = timeout_s
         self._batch_size = batch_size
-
-    @property
-    def capabilities(self) -> EmbedderCapabilities:
-        return EmbedderCapabilities(dim=self.dim, ann_helps=True, lexical=False)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return embed_in_batches(
-            texts, dim=self.dim, batch_size=self._batch_size, embed_batch=self._embed_batch
-        )
 
     def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         litellm = load_litellm()
