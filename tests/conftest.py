@@ -10,11 +10,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests import scratch
 
 # Offline: litellm must not try to fetch its remote cost map during tests.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Property tests check what holds, never how fast: on a loaded machine (a busy CI
+# runner, the suite's own workers beside it) drawing an example can take seconds, which
+# Hypothesis would otherwise report as a failure (too_slow, or a deadline missed).
+settings.register_profile("memlane", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memlane")
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "memlane" / "cli" / "examples"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

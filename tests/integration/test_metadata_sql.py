@@ -43,7 +43,9 @@ def _selected(url: str, user_id: str, raw_filter: Any) -> set[str]:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(items=st.lists(METADATA, min_size=1, max_size=12), raw_filter=FILTERS)
 def test_sql_on_both_stores_selects_what_matches_passes(
