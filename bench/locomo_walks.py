@@ -259,6 +259,9 @@ def _rules(
         "question_replies_at_floor": lambda i, r, f: replay.replies_to_questions_at_floor(
             i, r, f, next_of=next_of
         ),
+        "question_replies_last": lambda i, r, f: replay.replies_to_questions_last(
+            i, r, f, next_of=next_of
+        ),
     }
 
 

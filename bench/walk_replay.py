@@ -173,6 +173,7 @@ def replies_at_floor(
     *,
     next_of: Mapping[str, Item],
     answers: Callable[[Sequence[Item]], Sequence[Item]] = lambda taken: taken,
+    last: bool = False,
 ) -> list[Item]:
     """Rank order within the floor, then the replies (`next_of`: a memory's id → the next
     memory of its conversation) of the lines `answers` picks of those taken, in the order
@@ -182,6 +183,8 @@ def replies_at_floor(
     above = [i for i in order if i.relevance >= floor]
     walked = {i.id for i in above}
     replies: list[Item] = []
+    if last:
+        above, walked = order, {i.id for i in order}
     for line in answers(greedy(above, room)):
         reply = next_of.get(line.id)
         if reply is not None and reply.id not in walked:
@@ -200,6 +203,14 @@ def replies_to_questions_at_floor(
     items: Sequence[Item], room: Room, relevance_floor: float, *, next_of: Mapping[str, Item]
 ) -> list[Item]:
     return replies_at_floor(items, room, relevance_floor, next_of=next_of, answers=_questions)
+
+
+def replies_to_questions_last(
+    items: Sequence[Item], room: Room, relevance_floor: float, *, next_of: Mapping[str, Item]
+) -> list[Item]:
+    return replies_at_floor(
+        items, room, relevance_floor, next_of=next_of, answers=_questions, last=True
+    )
 
 
 def _first(taken: Sequence[Item]) -> Sequence[Item]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -203,4 +204,21 @@ def test_a_reply_is_walked_once_and_only_after_lines_that_ask_when_so_told() -> 
     # the reply of an item above the floor is that item: already walked at its own place
     assert replay.replies_at_floor(pool, ROOM, 0.8, next_of={"q": pool[1]}) == replay.rank_order(
         pool, ROOM, 0.8
+    )
+
+
+def test_replies_walked_last_displace_nothing() -> None:
+    pool = [
+        _item("q", 1.0, 30, 0.9, text="Ana: Where did you go?"),
+        _item("b", 0.6, 40),
+        _item("c", 0.5, 10),
+    ]
+    next_of = {"q": _item("reply", 0.0, 10), "c": _item("c-reply", 0.0, 5)}
+    at_floor = replay.replies_to_questions_at_floor(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in at_floor] == ["q", "reply", "b", "c"]
+    last = replay.replies_to_questions_last(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in last] == ["q", "b", "c", "reply"]  # c asks nothing: no c-reply
+    tight = replace(ROOM, lines=84)  # 80 for lines: q, b and c fill it
+    assert replay.replies_to_questions_last(pool, tight, 0.8, next_of=next_of) == (
+        replay.rank_order(pool, tight, 0.8)
     )
