@@ -19,7 +19,8 @@ another, as production runs, and its pack read back with each item's text
    words are below bench.locomo's, alike for every rule). `rank_order` is the assembler's
    own; `agree` is the share of assemblies where its replay took what the context holds.
    `with_next` adds, after the first line taken, the memory said next in its conversation
-   (its line's tokens estimated: its text's and MEMORY_MARKUP's).
+   (its line's tokens estimated: its text's and MEMORY_MARKUP's); the `…_at_floor` rules
+   walk such replies after every item at or above the relevance floor.
 3. How many missing evidence turns a memory said right before or after a line taken
    holds (`beside a taken line`, counted apart from the fates).
 
@@ -251,6 +252,16 @@ def _rules(
         "trim_to_fit": trim,
         "stop_at_skip": replay.stop_at_skip,
         "with_next": lambda i, r, f: replay.with_next(i, r, f, next_of=next_of),
+        "replies_at_floor": lambda i, r, f: replay.replies_at_floor(i, r, f, next_of=next_of),
+        "first_reply_at_floor": lambda i, r, f: replay.reply_of_first_at_floor(
+            i, r, f, next_of=next_of
+        ),
+        "question_replies_at_floor": lambda i, r, f: replay.replies_to_questions_at_floor(
+            i, r, f, next_of=next_of
+        ),
+        "question_replies_last": lambda i, r, f: replay.replies_to_questions_last(
+            i, r, f, next_of=next_of
+        ),
     }
 
 
@@ -285,11 +296,11 @@ def print_table(report: dict[str, Any], budgets: Sequence[int]) -> None:
         "(evidence / answer words %, texts only)",
         file=out,
     )
-    print("rule".ljust(20) + "".join(f"{b:>16}" for b in budgets), file=out)
+    print("rule".ljust(27) + "".join(f"{b:>16}" for b in budgets), file=out)
     for rule in report["budgets"][str(budgets[0])]["rules"]:
         cells = [report["budgets"][str(b)]["rules"][rule]["all"] for b in budgets]
         print(
-            rule.ljust(20) + "".join(f"{c['evidence']:>7} / {c['answer_words']:<6}" for c in cells),
+            rule.ljust(27) + "".join(f"{c['evidence']:>7} / {c['answer_words']:<6}" for c in cells),
             file=out,
         )
     for b in budgets:

@@ -166,6 +166,61 @@ def with_next(
     return greedy([*rest[:at], after, *rest[at:]], room)
 
 
+def replies_at_floor(
+    items: Sequence[Item],
+    room: Room,
+    relevance_floor: float,
+    *,
+    next_of: Mapping[str, Item],
+    answers: Callable[[Sequence[Item]], Sequence[Item]] = lambda taken: taken,
+    last: bool = False,
+) -> list[Item]:
+    """Rank order within the floor, then the replies (`next_of`: a memory's id → the next
+    memory of its conversation) of the lines `answers` picks of those taken, in the order
+    they were taken, then the rest in rank order (module docstring)."""
+    order = ranked(items, relevance_floor)
+    floor = relevance_floor * max((i.relevance for i in items), default=0.0)
+    above = [i for i in order if i.relevance >= floor]
+    walked = {i.id for i in above}
+    replies: list[Item] = []
+    if last:
+        above, walked = order, {i.id for i in order}
+    for line in answers(greedy(above, room)):
+        reply = next_of.get(line.id)
+        if reply is not None and reply.id not in walked:
+            walked.add(reply.id)
+            replies.append(reply)
+    return greedy([*above, *replies, *(i for i in order if i.id not in walked)], room)
+
+
+def reply_of_first_at_floor(
+    items: Sequence[Item], room: Room, relevance_floor: float, *, next_of: Mapping[str, Item]
+) -> list[Item]:
+    return replies_at_floor(items, room, relevance_floor, next_of=next_of, answers=_first)
+
+
+def replies_to_questions_at_floor(
+    items: Sequence[Item], room: Room, relevance_floor: float, *, next_of: Mapping[str, Item]
+) -> list[Item]:
+    return replies_at_floor(items, room, relevance_floor, next_of=next_of, answers=_questions)
+
+
+def replies_to_questions_last(
+    items: Sequence[Item], room: Room, relevance_floor: float, *, next_of: Mapping[str, Item]
+) -> list[Item]:
+    return replies_at_floor(
+        items, room, relevance_floor, next_of=next_of, answers=_questions, last=True
+    )
+
+
+def _first(taken: Sequence[Item]) -> Sequence[Item]:
+    return taken[:1]
+
+
+def _questions(taken: Sequence[Item]) -> Sequence[Item]:
+    return [i for i in taken if "?" in i.text]
+
+
 def value_per_token(items: Sequence[Item], room: Room, relevance_floor: float) -> list[Item]:
     order = ranked(items, relevance_floor)
     floor = relevance_floor * max((i.relevance for i in items), default=0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -170,3 +171,54 @@ def test_the_line_said_next_is_walked_right_after_the_first_line_taken() -> None
     taken = replay.with_next(pool, ROOM, 0.8, next_of={"q": pool_reply})
     assert [i.id for i in taken] == ["q", "c", "b"]
     assert replay.with_next(pool, ROOM, 0.8, next_of={}) == replay.rank_order(pool, ROOM, 0.8)
+
+
+def test_replies_at_the_floor_never_displace_an_item_above_it() -> None:
+    # q and b are above the floor (0.8 × 1.0), c below; q's reply would fit only in b's room
+    pool = [_item("q", 1.0, 30, 0.9), _item("b", 0.85, 40, 0.8), _item("c", 0.6, 20)]
+    next_of = {"q": _item("reply", 0.0, 30), "b": _item("b-reply", 0.0, 10)}
+    assert [i.id for i in replay.with_next(pool, ROOM, 0.8, next_of=next_of)] == [
+        "q",
+        "reply",
+        "c",
+    ]
+    taken = replay.replies_at_floor(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in taken] == ["q", "b", "b-reply"]  # the replies in the order of their
+    # lines, q's no longer fitting; c, below the floor, comes after the replies: no room left
+    first = replay.reply_of_first_at_floor(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in first] == ["q", "b", "c"]  # q's reply did not fit; b's is not walked
+
+
+def test_a_reply_is_walked_once_and_only_after_lines_that_ask_when_so_told() -> None:
+    pool = [
+        _item("q", 1.0, 20, 0.9, text="Ana: Where did you go?"),
+        _item("s", 0.9, 20, 0.8, text="Ana: I went home."),
+        _item("low", 0.3, 10),
+        _item("lower", 0.2, 10),
+    ]
+    next_of = {"q": _item("low", 0.3, 10), "s": _item("comment", 0.0, 10)}
+    taken = replay.replies_at_floor(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in taken] == ["q", "s", "low", "comment", "lower"]  # low walked once
+    asked = replay.replies_to_questions_at_floor(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in asked] == ["q", "s", "low", "lower"]
+    # the reply of an item above the floor is that item: already walked at its own place
+    assert replay.replies_at_floor(pool, ROOM, 0.8, next_of={"q": pool[1]}) == replay.rank_order(
+        pool, ROOM, 0.8
+    )
+
+
+def test_replies_walked_last_displace_nothing() -> None:
+    pool = [
+        _item("q", 1.0, 30, 0.9, text="Ana: Where did you go?"),
+        _item("b", 0.6, 40),
+        _item("c", 0.5, 10),
+    ]
+    next_of = {"q": _item("reply", 0.0, 10), "c": _item("c-reply", 0.0, 5)}
+    at_floor = replay.replies_to_questions_at_floor(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in at_floor] == ["q", "reply", "b", "c"]
+    last = replay.replies_to_questions_last(pool, ROOM, 0.8, next_of=next_of)
+    assert [i.id for i in last] == ["q", "b", "c", "reply"]  # c asks nothing: no c-reply
+    tight = replace(ROOM, lines=84)  # 80 for lines: q, b and c fill it
+    assert replay.replies_to_questions_last(pool, tight, 0.8, next_of=next_of) == (
+        replay.rank_order(pool, tight, 0.8)
+    )
