@@ -179,3 +179,14 @@ def test_a_pack_that_cannot_be_serialised_is_logged_and_the_others_are_saved(
         assert reader.pack(second.pack_id + "_x")["query"] == "lisbon"
         with pytest.raises(NotFoundError):
             reader.pack(first.pack_id + "_x")
+
+
+@pytest.mark.parametrize("query", [None, "which language does the user prefer?"])
+def test_soul_blocks_open_the_context_on_either_read_path(
+    lane: Memlane, now: datetime, query: str | None
+) -> None:
+    seed(lane, now)
+    lane.set_soul_block("maya", "identity", "A frontend engineer in Lisbon.")
+    result = lane.assemble("maya", query, budget_tokens=2000, now=now)
+    assert "A frontend engineer in Lisbon." in result.text
+    assert result.text.index("A frontend engineer") < result.text.index("TypeScript")
