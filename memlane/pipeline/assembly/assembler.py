@@ -158,9 +158,22 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     events: list[PackEvent] = []
     account = Account(encoding, request.user_id)
     _always_in(account, budget, soul, pinned, verified, events)
+    room_at_floor: int | None = None
     if by_relevance:
         pool, best = _pool(request, relevance, candidates, episodes, procedures)
-        for entry in pool:
+        floor = request.relevance_floor * best
+        # the pool's order puts every item at or above the floor first
+        at_floor = next((i for i, e in enumerate(pool) if relevance_of(e) < floor), len(pool))
+        for entry in pool[:at_floor]:
+            take_if_it_fits(entry, account, budget, events)
+        room_at_floor = budget - account.used
+        replies = _replies(request, pool[:at_floor], pool[at_floor:], usable, excluded)
+        known = {id(e) for e in candidates}
+        fresh = [e for e in replies if id(e) not in known]
+        candidates.extend(fresh)
+        usable = [*usable, *(e.record for e in fresh)]
+        pool = [*pool[:at_floor], *replies, *(e for e in pool[at_floor:] if e.reply_to is None)]
+        for entry in pool[at_floor:]:
             take_if_it_fits(entry, account, budget, events)
         room = budget - account.used
         place = {id(entry): i for i, entry in enumerate(pool)}
@@ -222,7 +235,8 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
             events=walked_events,
             items=pack["items"],
             best=best,
-            last=key(pool[-1]) if pool else None,
+            # a reply walked out of its place may come after the pool's last
+            last=max(map(key, pool)) if pool else None,
         )
     return AssembledContext(
         text=text,
@@ -230,8 +244,57 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         pack_data=pack,
         included_memory_ids=[m.id for m in selection.memories],
         room=room,
+        room_at_floor=room_at_floor,
         walk=walk,
     )
+
+
+def _replies(
+    request: AssemblyInput,
+    above: Sequence[AnyEntry],
+    below: Sequence[AnyEntry],
+    usable: Sequence[MemoryRecord],
+    excluded: Sequence[tuple[MemoryRecord, DropReason]],
+) -> list[Entry[MemoryRecord]]:
+    """Rule 4's replies: of the memories taken at or above the floor (`above`, walked)
+    that ask, in the order they were taken, the memory said next in each one's
+    conversation (`request.replies`), once each, when it is a candidate the filters
+    pass and was not walked already: an entry of the pool below the floor (`below`),
+    moved up, or one read for it alone, scored as the pool's memories are."""
+    if not request.replies:
+        return []
+    walked = {e.id for e in above}
+    waiting = {e.id: e for e in below if isinstance(e.record, MemoryRecord)}
+    # pinned, verified or filtered out: never a reply
+    elsewhere = {m.id for m in usable} | {m.id for m, _ in excluded}
+    out: list[Entry[MemoryRecord]] = []
+    for line in above:
+        asks = isinstance(line.record, MemoryRecord) and "?" in line.record.content
+        reply = request.replies.get(line.id) if asks and line.included else None
+        if reply is None or reply.id in walked:
+            continue
+        entry = waiting.get(reply.id)
+        if entry is None:
+            if reply.id in elsewhere or reply.tier != "candidate":
+                continue
+            ok, _ = filters.split([reply], request, seen=set())
+            if not ok:
+                continue
+            (ranked,) = rank(
+                ok,
+                strategy=request.strategy,
+                now=request.now,
+                relevance=request.relevance,
+                weights=request.weights,
+                half_life_hours=request.half_life_hours,
+                ordered=False,
+            )
+            entry = memory_entry(ranked, request.encoding, request.style)
+        assert isinstance(entry.record, MemoryRecord)
+        entry.reply_to = line.id
+        walked.add(reply.id)
+        out.append(entry)  # type: ignore[arg-type]  # a memory's entry
+    return out
 
 
 def _always_in(
