@@ -273,6 +273,7 @@ class ContextBuilder:
                 episodes=episodes,
                 procedures=items.procedures,
                 procedure_ids=procedures_for_query(items.procedures, query),
+                replies=candidates.replies,
             )
         )
 
