@@ -17,7 +17,7 @@ from memlane.config.settings import Settings
 from memlane.models.db import read_unit
 from memlane.models.store.memories.vector_index import wants_hnsw
 from memlane.models.store.reads import assembly as assembly_reads
-from memlane.models.store.reads import metadata_reads
+from memlane.models.store.reads import metadata_reads, replies
 from memlane.models.working_set import WorkingSet
 from memlane.pipeline.assembly.assembler import assemble_context
 from memlane.pipeline.assembly.budget import (
@@ -203,6 +203,9 @@ class ContextBuilder:
             scores,
             walk_margin=s.walk_margin,
             allowed=allowed,
+            said_next=lambda askers: read_unit(
+                self.url, lambda session: replies.said_next(session, request.user_id, askers)
+            ),
         )
 
     def _from_store(

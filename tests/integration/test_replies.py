@@ -39,7 +39,7 @@ def memory(content: str, about: str = "user") -> dict[str, Any]:
     }
 
 
-@pytest.fixture(params=[0.0], ids=["store"])
+@pytest.fixture(params=[0.0, 64.0], ids=["store", "working-set"])
 def reply_lane(request: pytest.FixtureRequest, db_url: str) -> Iterator[tuple[Memlane, LLMStub]]:
     with LLMStub() as stub:
         settings = load_settings(
@@ -110,7 +110,10 @@ def test_the_reply_to_a_question_comes_in_after_the_floor_before_the_rest(
     assert any(i["components"]["relevance"] > reply["components"]["relevance"] for i in after)
     # the line said after the reply does not come (the reply does not ask)
     assert ids["Melanie: Lovely colours."] not in {i["id"] for i in items if i["reply_to"]}
-    context = lane.assemble("u1", QUERY, budget_tokens=2000).text
+    assembled = lane.assemble("u1", QUERY, budget_tokens=2000)
+    from_view = lane.settings.working_set_mb > 0
+    assert (assembled.pack_data["retrieval_mode"] == "working-set") == from_view
+    context = assembled.text
     assert context.index("Sunset") < context.index("brushes")
 
 
@@ -149,11 +152,13 @@ def test_no_reply_a_metadata_filter_leaves_out(
     tell(lane, stub, "c1", memory(QUESTION), memory(REPLY), metadata={"team": "art"})
     tell(lane, stub, "c2", *map(memory, BELOW), metadata={"team": "art"})
     ids = content_ids(lane)
-    assert any(i["reply_to"] for i in walked(lane, filter={"team": "art"}))
-    with get_engine(db_url).begin() as connection:  # the reply alone moves to another team
+    # the reply alone of another team, before any assembly reads the user (a write
+    # outside memlane's doors is not in the change feed a working set follows)
+    with get_engine(db_url).begin() as connection:
         connection.execute(
             sa.text("update memories set metadata = :m where id = :id"),
             {"m": '{"team": "ops"}', "id": ids[REPLY]},
         )
     assert not any(i["reply_to"] for i in walked(lane, filter={"team": "art"}))
-    assert any(i["reply_to"] for i in walked(lane))
+    assert [i["id"] for i in walked(lane) if i["reply_to"]] == [ids[REPLY]]
+    assert [i["id"] for i in walked(lane, filter={"team": "ops"}) if i["reply_to"]] == []

@@ -8,15 +8,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, bindparam, or_, select
-from sqlalchemy.orm import aliased
+from sqlalchemy.orm import Session, aliased
 
 from memlane.models.tables import MemoryRow
 
 
 def replies_statement(columns: Sequence[Any], visible: Sequence[ColumnElement[bool]]) -> Any:
     """Of the memories `askers` (a parameter), each one's id (`asker_id`) and its reply's
-    `columns`: the reply is the memory said next in its conversation (source conversation, by `created_at`, when it was said, then `ref`,
-    the order of one extraction's memories), whatever its state, paired with it only when
+    `columns`: the reply is the memory said next in its conversation (source
+    conversation, by `created_at`, when it was said, then `ref`, the order of one
+    extraction's memories), whatever its state, paired with it only when
     `visible` (the read's filters) passes it: a reply filtered out is no reply, not the
     next line's turn. Its lookup walks the user's memories by time
     (ix_memories_user_created) from the asker on, to the first of its conversation."""
@@ -50,3 +51,12 @@ def replies_statement(columns: Sequence[Any], visible: Sequence[ColumnElement[bo
         .select_from(pairs.join(MemoryRow, MemoryRow.id == pairs.c.reply_id))
         .where(*visible)
     )
+
+
+def said_next(session: Session, user_id: str, askers: Sequence[str]) -> dict[str, str]:
+    """Each of the user's memories `askers`' reply's id, unfiltered (the working set
+    filters it as it filters its rows); none for a memory whose conversation ends with it."""
+    rows = session.execute(
+        replies_statement((MemoryRow.id,), []), {"user_id": user_id, "askers": list(askers)}
+    )
+    return {asker: reply for asker, reply in rows.all()}
