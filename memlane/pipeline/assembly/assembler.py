@@ -28,6 +28,13 @@ Rules, in the order they are applied:
    is left out, fitting or not (drop reason "redundant"): episodes summarise the
    messages the memories come from, and quote them. The walk decides in its order, so
    an episode walked before the memories that repeat it stays.
+   Replies to questions: once every item at or above the floor has been walked, the
+   replies (`AssemblyInput.replies`: the memory said next in the same conversation) of
+   the memories taken so far that ask (their text holds "?") are walked, in the order
+   those were taken, each once, when it is a candidate the filters pass that was not
+   walked already; then the items below the floor, as above. What is said after a
+   question is its answer though it shares none of its words; walked after every item
+   above the floor, it never displaces one. Its pack item names the asker (`reply_to`).
 5. Without a query (or with another strategy) the seed's shares apply: candidate
    memories, best by the strategy first, while the memories section stays within
    floor(memory_share × (budget − root − soul section)); then episodes (newest first)
@@ -84,6 +91,7 @@ from memlane.pipeline.assembly.records import (
     DropReason,
     PackEvent,
 )
+from memlane.pipeline.assembly.replies import walk_replies
 from memlane.pipeline.assembly.tokens import ENCODING_SPECS
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.ranking.scoring import (
@@ -167,7 +175,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         for entry in pool[:at_floor]:
             take_if_it_fits(entry, account, budget, events)
         room_at_floor = budget - account.used
-        replies = _replies(request, pool[:at_floor], pool[at_floor:], usable, excluded)
+        replies = walk_replies(request, pool[:at_floor], pool[at_floor:], usable, excluded)
         known = {id(e) for e in candidates}
         fresh = [e for e in replies if id(e) not in known]
         candidates.extend(fresh)
@@ -247,54 +255,6 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         room_at_floor=room_at_floor,
         walk=walk,
     )
-
-
-def _replies(
-    request: AssemblyInput,
-    above: Sequence[AnyEntry],
-    below: Sequence[AnyEntry],
-    usable: Sequence[MemoryRecord],
-    excluded: Sequence[tuple[MemoryRecord, DropReason]],
-) -> list[Entry[MemoryRecord]]:
-    """Rule 4's replies: of the memories taken at or above the floor (`above`, walked)
-    that ask, in the order they were taken, the memory said next in each one's
-    conversation (`request.replies`), once each, when it is a candidate the filters
-    pass and was not walked already: an entry of the pool below the floor (`below`),
-    moved up, or one read for it alone, scored as the pool's memories are."""
-    if not request.replies:
-        return []
-    walked = {e.id for e in above}
-    waiting = {e.id: e for e in below if isinstance(e.record, MemoryRecord)}
-    # pinned, verified or filtered out: never a reply
-    elsewhere = {m.id for m in usable} | {m.id for m, _ in excluded}
-    out: list[Entry[MemoryRecord]] = []
-    for line in above:
-        asks = isinstance(line.record, MemoryRecord) and "?" in line.record.content
-        reply = request.replies.get(line.id) if asks and line.included else None
-        if reply is None or reply.id in walked:
-            continue
-        entry = waiting.get(reply.id)
-        if entry is None:
-            if reply.id in elsewhere or reply.tier != "candidate":
-                continue
-            ok, _ = filters.split([reply], request, seen=set())
-            if not ok:
-                continue
-            (ranked,) = rank(
-                ok,
-                strategy=request.strategy,
-                now=request.now,
-                relevance=request.relevance,
-                weights=request.weights,
-                half_life_hours=request.half_life_hours,
-                ordered=False,
-            )
-            entry = memory_entry(ranked, request.encoding, request.style)
-        assert isinstance(entry.record, MemoryRecord)
-        entry.reply_to = line.id
-        walked.add(reply.id)
-        out.append(entry)  # type: ignore[arg-type]  # a memory's entry
-    return out
 
 
 def _always_in(
