@@ -38,7 +38,7 @@ import numpy.typing as npt
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
-from memlane.pipeline.assembly import line_bound, shortlists, walk_rows
+from memlane.pipeline.assembly import filters, line_bound, shortlists, walk_rows
 from memlane.pipeline.assembly.assembler import assemble_context, pool_key
 from memlane.pipeline.assembly.parts import Entry, Walk, count_line
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput, ItemSection
@@ -100,7 +100,13 @@ def assemble_from_view(
         style=request.style,
         allowed=allowed,
     )
-    replying = said_next is not None and relevance is not None
+    # rule 4's walk, the only one with replies
+    replying = (
+        said_next is not None
+        and relevance is not None
+        and bool(request.query)
+        and request.strategy == "scored"
+    )
     if replying:
         assert said_next is not None and relevance is not None
         request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
@@ -374,10 +380,19 @@ def _with_replies(
     allowed: npt.NDArray[np.bool_] | None,
     said_next: SaidNext,
 ) -> AssemblyInput:
-    """`request` with the replies of the shortlist's memories that ask, as the view holds
-    them (live, passing the metadata filter: a reply filtered out is none), and their
+    """`request` with the replies of the shortlist's memories that ask and stand at or
+    above the relevance floor (of the best usable candidate's relevance, at most the
+    pool's best: a few more than the walk's askers, never fewer), as the view holds them
+    (live, passing the metadata filter: a reply filtered out is none), and their
     relevance, for a reply the shortlist does not hold."""
-    askers = [m.id for m in shortlist.memories if m.tier == "candidate" and "?" in m.content]
+    free = [
+        m
+        for m in shortlist.memories
+        if m.tier == "candidate" and filters.memory_exclusion(m, request) is None
+    ]
+    level = {m.id: min(1.0, max(0.0, shortlist.relevance.get(m.id, 0.0))) for m in free}
+    floor = request.relevance_floor * max(level.values(), default=0.0)
+    askers = [m.id for m in free if "?" in m.content and level[m.id] >= floor]
     known = view.replies
     unknown = [a for a in askers if a not in known]
     if unknown:  # threads racing here store equal values

@@ -127,9 +127,6 @@ class AssemblyCandidates:
     relevance: dict[str, float]  # cosine with the query, for memories that have one
     lexical: dict[str, float]  # raw ts_rank_cd (PostgreSQL) or BM25 (SQLite), > 0 only
     retrieval_mode: str
-    # an asking candidate's id → the memory said next in its conversation, when visible
-    # (`replies`): assembly rule 4's replies
-    replies: dict[str, MemoryRecord] = field(default_factory=dict)
 
 
 def _visible(
@@ -308,6 +305,25 @@ def read_for_assembly(
     return candidates, items_from_rows(item_rows)
 
 
+def read_replies(
+    url: str, user_id: str, query: CandidateQuery, askers: Sequence[str]
+) -> dict[str, MemoryRecord]:
+    """Each of `askers`' reply (models/store/reads/replies.py) that this read's filters
+    pass (`_visible`): assembly rule 4's replies."""
+
+    def read(session: Session) -> dict[str, MemoryRecord]:
+        postgres = session.get_bind().dialect.name == "postgresql"
+        visible = _visible(query.include_sensitive, query.where, postgres)
+        params = {"user_id": user_id, "now": query.now, "agent_id": query.agent_id}
+        result = session.execute(
+            replies_statement(_COLUMNS, visible), {**params, "askers": list(askers)}
+        )
+        at = {name: i for i, name in enumerate(result.keys())}
+        return {row[at["asker_id"]]: _record(row, at) for row in result.all()}
+
+    return read_unit(url, read)
+
+
 @lru_cache(maxsize=1024)
 def _pg_sql(shape: _Shape, user_id: str | None, model: str | None) -> CompiledRead:
     """The candidates statement for psycopg, with the user and the embedder of a vector
@@ -434,18 +450,11 @@ class _CandidatesRead:
         query_text = query.query_text
         if not postgres and query_text:
             follow_up(lambda session: found.bm25(session, query_text))
-        if query.strategy == "scored" and (query_text or query_vector is not None):
-            askers = sorted(
-                m.id for m in found.memories.values() if m.tier == "candidate" and "?" in m.content
-            )
-            if askers:
-                follow_up(lambda session: found.add_replies(session, askers))
         return AssemblyCandidates(
             memories=sorted(found.memories.values(), key=lambda m: m.id),
             relevance=found.relevance,
             lexical=found.lexical,
             retrieval_mode=mode,
-            replies=found.replies,
         )
 
 
@@ -587,7 +596,6 @@ class _Found:
         self.models: dict[str, tuple[str, int] | None] = {}
         self.relevance: dict[str, float] = {}
         self.lexical: dict[str, float] = {}
-        self.replies: dict[str, MemoryRecord] = {}
 
     def add_rows(self, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         # By position (see _record); the names are looked up once per read.
@@ -669,15 +677,6 @@ class _Found:
         for i, memory_id in enumerate(ids):
             if memory_id in self.memories:
                 self.relevance[memory_id] = float(sims[i])
-
-    def add_replies(self, session: Session, askers: Sequence[str]) -> None:
-        """Each of `askers`' reply (`replies_statement`), when the filters pass it."""
-        result = session.execute(
-            replies_statement(_COLUMNS, self._visible), {**self._params, "askers": list(askers)}
-        )
-        at = {name: i for i, name in enumerate(result.keys())}
-        for row in result.all():
-            self.replies[row[at["asker_id"]]] = _record(row, at)
 
     def bm25(self, session: Session, query_text: str) -> None:
         """BM25 of every candidate over the candidates' keyword sets (SQLite)."""

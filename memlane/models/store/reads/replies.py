@@ -28,6 +28,8 @@ def replies_statement(columns: Sequence[Any], visible: Sequence[ColumnElement[bo
         .where(
             later.user_id == asker.user_id,
             later.source_conversation_id == asker.source_conversation_id,
+            # implied by the next condition, but a range the index can start from
+            later.created_at >= asker.created_at,
             or_(
                 later.created_at > asker.created_at,
                 and_(later.created_at == asker.created_at, later.ref > asker.ref),
