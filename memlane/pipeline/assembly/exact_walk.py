@@ -130,6 +130,11 @@ def assemble_from_view(
         at_floor = rest[np.minimum(np.fmax(relevance[rest], 0.0), 1.0) >= floor]
         room_at = first.room_at_floor + _out_of_order(first, shortlist, encoding)
         more = at_floor[_least_tokens(view, encoding, style)[at_floor] <= room_at]
+        replied = any(i["reply_to"] for i in first.pack_data["items"])
+        if not replied and not _any_asks(view, more):
+            # no reply walked, none to walk: the walk is rule 4's plain one, and the
+            # rows past the shortlist are gone on with as they always were
+            more = more[:0]
         if len(more):
             shortlist = replace(shortlists.widen(view, shortlist, more), rest=rest)
             request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
@@ -169,6 +174,15 @@ def assemble_from_view(
     if not len(more):
         return first
     return assemble_context(_with(request, view, shortlists.widen(view, shortlist, more)))
+
+
+def _any_asks(view: UserView, rows: npt.NDArray[np.intp]) -> bool:
+    """Whether a memory of `rows` asks (assembly rule 4's replies)."""
+    for row in rows[view.kind[rows] == MEMORY].tolist():
+        record = view.records[row]
+        if isinstance(record, MemoryRecord) and "?" in record.content:
+            return True
+    return False
 
 
 def _out_of_order(
