@@ -142,8 +142,10 @@ def assemble_from_view(
         # the replies walked are walked
         ids = [str(i["id"]) for i in first.pack_data["items"] if i["reply_to"]]
         gone = [at for i in ids if (at := view.corpus.position(i)) is not None]
-        rest = np.setdiff1d(rest, np.array([*gone, *more.tolist()], dtype=np.intp))
-        shortlist = replace(shortlist, rest=rest)
+        walked = np.array([*gone, *more.tolist()], dtype=np.intp)
+        if len(walked):  # a few rows of thousands: a unique of the rest costs ~2 ms
+            rest = rest[~np.isin(rest, walked)]
+            shortlist = replace(shortlist, rest=rest)
         if not len(rest):
             return first
     room = first.room + _out_of_order(first, shortlist, encoding)
@@ -177,10 +179,12 @@ def assemble_from_view(
 
 
 def _any_asks(view: UserView, rows: npt.NDArray[np.intp]) -> bool:
-    """Whether a memory of `rows` asks (assembly rule 4's replies)."""
+    """Whether a memory of `rows` asks (assembly rule 4's replies), read from what its
+    line shows: the rows at the floor may be hundreds, whose records are not built."""
     for row in rows[view.kind[rows] == MEMORY].tolist():
-        record = view.records[row]
-        if isinstance(record, MemoryRecord) and "?" in record.content:
+        of = view.records.line_fields(row)
+        content = of[-1] if isinstance(of, tuple) else getattr(of, "content", "")
+        if "?" in content:
             return True
     return False
 
