@@ -180,13 +180,20 @@ def assemble_from_view(
 
 def _any_asks(view: UserView, rows: npt.NDArray[np.intp]) -> bool:
     """Whether a memory of `rows` asks (assembly rule 4's replies), read from what its
-    line shows: the rows at the floor may be hundreds, whose records are not built."""
-    for row in rows[view.kind[rows] == MEMORY].tolist():
+    line shows and kept in the view (1: asks, 0: not, NaN: not read yet): the rows at
+    the floor past a shortlist may be hundreds, the same from one question to the next."""
+    asks = view.derived.get("asks")
+    if asks is None:  # threads racing here store equal values
+        asks = view.derived.setdefault("asks", np.full(len(view.corpus), np.nan))
+    unread = rows[np.isnan(asks[rows])]
+    for row in unread.tolist():
+        if view.kind[row] != MEMORY:
+            asks[row] = 0.0
+            continue
         of = view.records.line_fields(row)
         content = of[-1] if isinstance(of, tuple) else getattr(of, "content", "")
-        if "?" in content:
-            return True
-    return False
+        asks[row] = 1.0 if "?" in content else 0.0
+    return bool((asks[rows] == 1.0).any())
 
 
 def _out_of_order(
