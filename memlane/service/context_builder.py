@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -17,7 +17,7 @@ from memlane.config.settings import Settings
 from memlane.models.db import read_unit
 from memlane.models.store.memories.vector_index import wants_hnsw
 from memlane.models.store.reads import assembly as assembly_reads
-from memlane.models.store.reads import metadata_reads
+from memlane.models.store.reads import metadata_reads, replies
 from memlane.models.working_set import WorkingSet
 from memlane.pipeline.assembly.assembler import assemble_context
 from memlane.pipeline.assembly.budget import (
@@ -41,6 +41,7 @@ from memlane.pipeline.ranking.scoring import (
     default_lexical_weight,
 )
 from memlane.pipeline.ranking.time_window import time_window, weigh_items, weigh_rows
+from memlane.pipeline.records import MemoryRecord
 from memlane.service.background import AccessRecorder, PackWriter
 from memlane.workers.dispatch import Dispatcher
 from memlane.workers.embedders import Embedder, embed_query, embedder_for
@@ -203,6 +204,9 @@ class ContextBuilder:
             scores,
             walk_margin=s.walk_margin,
             allowed=allowed,
+            said_next=lambda askers: read_unit(
+                self.url, lambda session: replies.said_next(session, request.user_id, askers)
+            ),
         )
 
     def _from_store(
@@ -254,27 +258,49 @@ class ContextBuilder:
                 ),
             )
             episodes = [e for e in episodes if e.id in passing]
+        relevance = weigh_items(
+            blend_relevance(
+                (m.id for m in candidates.memories),
+                candidates.relevance,
+                candidates.lexical,
+                lexical_weight,
+            ),
+            request.time_window,
+            candidates.memories,
+        )
         return assemble_context(
             replace(
                 request,
                 retrieval_mode=candidates.retrieval_mode,
                 memories=candidates.memories,
-                relevance=weigh_items(
-                    blend_relevance(
-                        (m.id for m in candidates.memories),
-                        candidates.relevance,
-                        candidates.lexical,
-                        lexical_weight,
-                    ),
-                    request.time_window,
-                    candidates.memories,
-                ),
-                soul_blocks=items.soul_blocks,
+                relevance=relevance,
+                replies=self._replies(request, wanted, candidates.memories, relevance),
                 episodes=episodes,
                 procedures=items.procedures,
                 procedure_ids=procedures_for_query(items.procedures, query),
             )
         )
+
+    def _replies(
+        self,
+        request: AssemblyInput,
+        wanted: assembly_reads.CandidateQuery,
+        memories: Sequence[MemoryRecord],
+        relevance: Mapping[str, float],
+    ) -> dict[str, MemoryRecord]:
+        """The replies rule 4 may walk: those of the candidates that ask and stand at or
+        above the relevance floor (of the best candidate's relevance, at most the pool's
+        best: a few more askers than the walk's, never fewer), read with the read's
+        filters."""
+        if not request.query or request.strategy != "scored":
+            return {}
+        free = [m for m in memories if m.tier == "candidate"]
+        level = {m.id: min(1.0, max(0.0, relevance.get(m.id, 0.0))) for m in free}
+        floor = request.relevance_floor * max(level.values(), default=0.0)
+        askers = sorted(m.id for m in free if "?" in m.content and level[m.id] >= floor)
+        if not askers:
+            return {}
+        return assembly_reads.read_replies(self.url, request.user_id, wanted, askers)
 
     def query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
         """The query embedded by another embedder, named as its vectors are stored: for

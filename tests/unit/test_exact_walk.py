@@ -10,7 +10,7 @@ from unittest import mock
 
 import numpy as np
 import tiktoken
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from memlane.pipeline.assembly import exact_walk, shortlists, walk_rows
@@ -43,7 +43,7 @@ item = st.tuples(
 )
 
 
-def build(items, n_episodes: int, shuffle: list[int]):
+def build(items, n_episodes: int, shuffle: list[int], asking: frozenset[int] = frozenset()):
     memories = []
     for i, (words, filler, tier, importance, age, confirmations, expires, sensitive) in enumerate(
         items
@@ -54,7 +54,7 @@ def build(items, n_episodes: int, shuffle: list[int]):
             mem(
                 # ids out of row order: the assembler breaks ties by id
                 f"mem_{shuffle[i % len(shuffle)]:02d}_{i:03d}",
-                f"{text} " + "and so on " * filler,
+                f"{text} " + "and so on " * filler + ("?" if i in asking else ""),
                 tier=tier,
                 importance=importance,
                 created_at=moment,
@@ -120,6 +120,9 @@ def decisions(result) -> dict:
         min_size=120,
         max_size=120,
     ),
+    # memory i asks and memory j is said after it (assembly rule 4's replies)
+    said=st.none()
+    | st.dictionaries(st.integers(0, 89), st.integers(0, 89), min_size=3, max_size=60),
 )
 def test_the_exact_walk_decides_as_a_walk_of_every_item(
     items,
@@ -135,8 +138,23 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
     min_walk,
     chunk,
     drawn,
+    said,
 ) -> None:
-    view = build(items, n_episodes, shuffle)
+    view = build(items, n_episodes, shuffle, frozenset(said or ()))
+    memory_ids = [m.id for m in view.memories]
+    by_row = {i: memory_ids[i] for i in range(len(memory_ids))}
+    replies = {by_row[i]: by_row.get(j) for i, j in (said or {}).items() if i in by_row}
+
+    def said_next(askers):
+        assert set(askers) <= set(memory_ids)
+        return {a: replies[a] for a in askers if a in replies}
+
+    def assemble_from_view(*args, **kwargs):
+        if said is not None:
+            kwargs["said_next"] = said_next
+            args[0].replies.clear()  # each walk asks the store anew
+        return exact_walk.assemble_from_view(*args, **kwargs)
+
     text = " ".join(query) or None
     relevance = (
         view.relevance(
@@ -170,6 +188,7 @@ def test_the_exact_walk_decides_as_a_walk_of_every_item(
     ):
         exact = assemble_from_view(view, ask, relevance, walk_margin=margin)
     assert decisions(exact) == decisions(every)
+    event(f"replies walked: {any(i['reply_to'] for i in every.pack_data['items'])}")
     # what it considered, it decided as the walk of every item did
     considered = {i["id"]: i for i in every.pack_data["items"]}
     assert all(considered[i["id"]] == i for i in exact.pack_data["items"])

@@ -28,6 +28,13 @@ Rules, in the order they are applied:
    is left out, fitting or not (drop reason "redundant"): episodes summarise the
    messages the memories come from, and quote them. The walk decides in its order, so
    an episode walked before the memories that repeat it stays.
+   Replies to questions: once every item at or above the floor has been walked, the
+   replies (`AssemblyInput.replies`: the memory said next in the same conversation) of
+   the memories taken so far that ask (their text holds "?") are walked, in the order
+   those were taken, each once, when it is a candidate the filters pass that was not
+   walked already; then the items below the floor, as above. What is said after a
+   question is its answer though it shares none of its words; walked after every item
+   above the floor, it never displaces one. Its pack item names the asker (`reply_to`).
 5. Without a query (or with another strategy) the seed's shares apply: candidate
    memories, best by the strategy first, while the memories section stays within
    floor(memory_share × (budget − root − soul section)); then episodes (newest first)
@@ -84,6 +91,7 @@ from memlane.pipeline.assembly.records import (
     DropReason,
     PackEvent,
 )
+from memlane.pipeline.assembly.replies import walk_replies
 from memlane.pipeline.assembly.tokens import ENCODING_SPECS
 from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.ranking.scoring import (
@@ -158,9 +166,22 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     events: list[PackEvent] = []
     account = Account(encoding, request.user_id)
     _always_in(account, budget, soul, pinned, verified, events)
+    room_at_floor: int | None = None
     if by_relevance:
         pool, best = _pool(request, relevance, candidates, episodes, procedures)
-        for entry in pool:
+        floor = request.relevance_floor * best
+        # the pool's order puts every item at or above the floor first
+        at_floor = next((i for i, e in enumerate(pool) if relevance_of(e) < floor), len(pool))
+        for entry in pool[:at_floor]:
+            take_if_it_fits(entry, account, budget, events)
+        room_at_floor = budget - account.used
+        replies = walk_replies(request, pool[:at_floor], pool[at_floor:], usable, excluded)
+        known = {id(e) for e in candidates}
+        fresh = [e for e in replies if id(e) not in known]
+        candidates.extend(fresh)
+        usable = [*usable, *(e.record for e in fresh)]
+        pool = [*pool[:at_floor], *replies, *(e for e in pool[at_floor:] if e.reply_to is None)]
+        for entry in pool[at_floor:]:
             take_if_it_fits(entry, account, budget, events)
         room = budget - account.used
         place = {id(entry): i for i, entry in enumerate(pool)}
@@ -222,7 +243,8 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
             events=walked_events,
             items=pack["items"],
             best=best,
-            last=key(pool[-1]) if pool else None,
+            # a reply walked out of its place may come after the pool's last
+            last=max(map(key, pool)) if pool else None,
         )
     return AssembledContext(
         text=text,
@@ -230,6 +252,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
         pack_data=pack,
         included_memory_ids=[m.id for m in selection.memories],
         room=room,
+        room_at_floor=room_at_floor,
         walk=walk,
     )
 

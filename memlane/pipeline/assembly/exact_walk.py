@@ -15,11 +15,20 @@ Why the room is read right: the first walk walks a set closed under "ranked befo
 shortlist's best, and whatever the assembler may rank before the last of them), plus
 rows added out of order (`Shortlist.added`, walked though a row not walked may come
 before them). What those took is added back to the room, with a section's wrapper each.
+
+Replies (assembly rule 4: after every item at or above the relevance floor, the memory
+said next after each line taken that asks) come from the view whatever the shortlist
+holds, so the walk of every item and the first walk walk the same ones when they took
+the same lines at the floor. The rows at or above the floor the shortlist left come
+after those it holds, where the room is at most what the first walk left at the floor
+(`AssembledContext.room_at_floor`, before the replies): those whose least cost is
+within it are walked in a second first walk, and the others would have been skipped. The
+replies walked are then no longer rows to go on with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
 from typing import TypeVar
@@ -29,7 +38,7 @@ import numpy.typing as npt
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
-from memlane.pipeline.assembly import line_bound, shortlists, walk_rows
+from memlane.pipeline.assembly import filters, line_bound, shortlists, walk_rows
 from memlane.pipeline.assembly.assembler import assemble_context, pool_key
 from memlane.pipeline.assembly.parts import Entry, Walk, count_line
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput, ItemSection
@@ -47,6 +56,9 @@ from memlane.pipeline.ranking.user_view import EPISODE, MEMORY, PROCEDURE, Float
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 
 _KINDS = {MEMORY: "memory", EPISODE: "episode", PROCEDURE: "procedure"}
+
+# Memories' ids → their replies' ids (None: none), unfiltered: the store's said_next.
+SaidNext = Callable[[Sequence[str]], Mapping[str, str | None]]
 
 
 @lru_cache(maxsize=16)
@@ -66,11 +78,13 @@ def assemble_from_view(
     *,
     walk_margin: float,
     allowed: npt.NDArray[np.bool_] | None = None,
+    said_next: SaidNext | None = None,
 ) -> AssembledContext:
     """The assembly of `request` from `view`, `relevance` its rows' relevance to the query
     (None without one): the context and decisions of a walk of every item (module
     docstring). `walk_margin` > 0 only sets how far the first walk goes; `allowed`: the
-    rows a metadata filter passes (shortlists.make)."""
+    rows a metadata filter passes (shortlists.make); `said_next`: memories' replies' ids
+    (assembly rule 4), read from the store once per view."""
     budget = request.budget_tokens
     shortlist = shortlists.make(
         view,
@@ -86,17 +100,55 @@ def assemble_from_view(
         style=request.style,
         allowed=allowed,
     )
+    # rule 4's walk, the only one with replies
+    replying = (
+        said_next is not None
+        and relevance is not None
+        and bool(request.query)
+        and request.strategy == "scored"
+    )
+    if replying:
+        assert said_next is not None and relevance is not None
+        request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
     first = assemble_context(_with(request, view, shortlist))
     rest = shortlist.rest
     if not len(rest):
         return first
     encoding, style = request.encoding, request.style
-    room = first.room
-    if shortlist.added:
-        wrapper = _wrapper(encoding)
-        for item in first.pack_data["items"]:
-            if item["included"] and item["id"] in shortlist.added:
-                room += item["tokens"] + wrapper
+    if replying and first.room_at_floor is not None and not isinstance(first.walk, Walk):
+        assert relevance is not None and said_next is not None
+        # no walk to reason about (an encoding counted whole): every row is walked
+        shortlist = shortlists.widen(view, shortlist, rest)
+        request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
+        return assemble_context(_with(request, view, shortlist))
+    if replying and first.room_at_floor is not None and isinstance(first.walk, Walk):
+        assert relevance is not None and said_next is not None
+        # rows at or above the floor not walked come after those walked, where the room
+        # is at most what the first walk left at the floor: those it may hold are walked
+        # before the replies (module docstring)
+        floor = request.relevance_floor * first.walk.best
+        at_floor = rest[np.minimum(np.fmax(relevance[rest], 0.0), 1.0) >= floor]
+        room_at = first.room_at_floor + _out_of_order(first, shortlist, encoding)
+        more = at_floor[_least_tokens(view, encoding, style)[at_floor] <= room_at]
+        replied = any(i["reply_to"] for i in first.pack_data["items"])
+        if not replied and not _any_asks(view, more):
+            # no reply walked, none to walk: the walk is rule 4's plain one, and the
+            # rows past the shortlist are gone on with as they always were
+            more = more[:0]
+        if len(more):
+            shortlist = replace(shortlists.widen(view, shortlist, more), rest=rest)
+            request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
+            first = assemble_context(_with(request, view, shortlist))
+        # the replies walked are walked
+        ids = [str(i["id"]) for i in first.pack_data["items"] if i["reply_to"]]
+        gone = [at for i in ids if (at := view.corpus.position(i)) is not None]
+        walked = np.array([*gone, *more.tolist()], dtype=np.intp)
+        if len(walked):  # a few rows of thousands: a unique of the rest costs ~2 ms
+            rest = rest[~np.isin(rest, walked)]
+            shortlist = replace(shortlist, rest=rest)
+        if not len(rest):
+            return first
+    room = first.room + _out_of_order(first, shortlist, encoding)
     if not line_bound.known(encoding):
         # no bound for an encoding of unknown pattern: every item not walked is walked now
         return assemble_context(_with(request, view, shortlists.widen(view, shortlist, rest)))
@@ -124,6 +176,38 @@ def assemble_from_view(
     if not len(more):
         return first
     return assemble_context(_with(request, view, shortlists.widen(view, shortlist, more)))
+
+
+def _any_asks(view: UserView, rows: npt.NDArray[np.intp]) -> bool:
+    """Whether a memory of `rows` asks (assembly rule 4's replies), read from what its
+    line shows and kept in the view (1: asks, 0: not, NaN: not read yet): the rows at
+    the floor past a shortlist may be hundreds, the same from one question to the next."""
+    asks = view.derived.get("asks")
+    if asks is None:  # threads racing here store equal values
+        asks = view.derived.setdefault("asks", np.full(len(view.corpus), np.nan))
+    unread = rows[np.isnan(asks[rows])]
+    for row in unread.tolist():
+        if view.kind[row] != MEMORY:
+            asks[row] = 0.0
+            continue
+        of = view.records.line_fields(row)
+        content = of[-1] if isinstance(of, tuple) else getattr(of, "content", "")
+        asks[row] = 1.0 if "?" in content else 0.0
+    return bool((asks[rows] == 1.0).any())
+
+
+def _out_of_order(
+    first: AssembledContext, shortlist: Shortlist, encoding: tiktoken.Encoding
+) -> int:
+    """What the rows walked out of order (`Shortlist.added`) took, a wrapper each."""
+    if not shortlist.added:
+        return 0
+    wrapper = _wrapper(encoding)
+    return sum(
+        int(item["tokens"]) + wrapper
+        for item in first.pack_data["items"]
+        if item["included"] and item["id"] in shortlist.added
+    )
 
 
 def _least_tokens(view: UserView, encoding: tiktoken.Encoding, style: fmt.Style) -> FloatArray:
@@ -313,11 +397,55 @@ def _line(record: Record, style: fmt.Style) -> str:
     return fmt.procedure_line(record, style)
 
 
+def _with_replies(
+    view: UserView,
+    request: AssemblyInput,
+    shortlist: Shortlist,
+    relevance: FloatArray,
+    allowed: npt.NDArray[np.bool_] | None,
+    said_next: SaidNext,
+) -> AssemblyInput:
+    """`request` with the replies of the shortlist's memories that ask and stand at or
+    above the relevance floor (of the best usable candidate's relevance, at most the
+    pool's best: a few more than the walk's askers, never fewer), as the view holds them
+    (live, passing the metadata filter: a reply filtered out is none), and their
+    relevance, for a reply the shortlist does not hold."""
+    free = [
+        m
+        for m in shortlist.memories
+        if m.tier == "candidate" and filters.memory_exclusion(m, request) is None
+    ]
+    level = {m.id: min(1.0, max(0.0, shortlist.relevance.get(m.id, 0.0))) for m in free}
+    floor = request.relevance_floor * max(level.values(), default=0.0)
+    askers = [m.id for m in free if "?" in m.content and level[m.id] >= floor]
+    known = view.replies
+    unknown = [a for a in askers if a not in known]
+    if unknown:  # threads racing here store equal values
+        found = said_next(unknown)
+        known.update({a: found.get(a) for a in unknown})
+    live = view.corpus.live
+    replies: dict[str, MemoryRecord] = {}
+    scores: dict[str, float] = {}
+    for asker in askers:
+        reply = known.get(asker)
+        row = view.corpus.position(reply) if reply is not None else None
+        if row is None or not live[row] or view.kind[row] != MEMORY:
+            continue
+        if allowed is not None and not allowed[row]:
+            continue
+        record = view.records[row]
+        assert isinstance(record, MemoryRecord)
+        replies[asker] = record
+        scores[record.id] = float(relevance[row])
+    return replace(request, replies=replies, relevance=scores)
+
+
 def _with(request: AssemblyInput, view: UserView, shortlist: Shortlist) -> AssemblyInput:
     return replace(
         request,
         memories=shortlist.memories,
-        relevance=shortlist.relevance,
+        # a reply's relevance (`_with_replies`), and the shortlist's rows'
+        relevance={**request.relevance, **shortlist.relevance},
         soul_blocks=view.soul_blocks,
         episodes=shortlist.episodes,
         procedures=shortlist.procedures,

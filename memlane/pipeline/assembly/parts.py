@@ -63,6 +63,7 @@ class Entry(Generic[_R]):
     included: bool = False
     drop_reason: DropReason | None = None
     tier: Tier | None = None  # a memory's; read for every entry, so kept, not derived
+    reply_to: str | None = None  # the asking memory's id, for a reply (assembly rule 4)
 
 
 AnyEntry = Entry[SoulBlock] | Entry[MemoryRecord] | Entry[EpisodeRecord] | Entry[Procedure]
@@ -209,6 +210,7 @@ def pack_item(e: AnyEntry) -> dict[str, object]:
         "scope": scope_label(
             e.record.agent_id if isinstance(e.record, MemoryRecord | EpisodeRecord) else None
         ),
+        "reply_to": e.reply_to,
     }
 
 
@@ -224,6 +226,7 @@ def excluded_item(m: MemoryRecord, reason: DropReason) -> dict[str, object]:
         "included": False,
         "drop_reason": reason,
         "scope": scope_label(m.agent_id),
+        "reply_to": None,
     }
 
 

@@ -80,6 +80,9 @@ class AssemblyInput:
     time_window: TimeWindow | None = None
     # The agent asking (pipeline.scope): its items and the shared ones; None: shared only.
     agent_id: str | None = None
+    # A memory's id → the memory said next in its conversation (its reply), as read: rule
+    # 4 walks the replies of the lines taken that ask, and filters them as any memory.
+    replies: Mapping[str, MemoryRecord] = field(default_factory=dict)
 
 
 class ScoreComponents(Frozen):
@@ -102,6 +105,8 @@ class PackItem(Frozen):
     drop_reason: DropReason | None = None
     # "user" (shared) or "agent:<id>" (pipeline.scope.scope_label)
     scope: str = "user"
+    # the memory that asked, when this one was walked as its reply (assembly rule 4)
+    reply_to: str | None = None
 
 
 class PackEvent(Frozen):
@@ -154,6 +159,10 @@ class AssembledContext:
     # memories' share after rule 5's candidates (no later ranked item costing more could
     # have gone in: pipeline.assembly.exact_walk)
     room: int = 0
+    # What rule 4's walk left once every item at or above the relevance floor was walked,
+    # before the replies (None without that walk): pipeline.assembly.exact_walk's bound
+    # for the items at the floor it did not walk.
+    room_at_floor: int | None = None
     # What pipeline.assembly.walk_on needs to continue the walk (assembly._Walk), when it can
     walk: object = field(default=None, repr=False, compare=False)
     _pack: list[ContextPack] = field(default_factory=list, repr=False, compare=False)

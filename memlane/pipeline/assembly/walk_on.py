@@ -86,7 +86,10 @@ def walk_on(
     pool: list[AnyEntry] = [*added_memories, *added_episodes, *added_procedures]
     if max((relevance_of(e) for e in pool), default=0.0) > walk.best:
         return None  # the relevance floor would move
-    key = pool_key(request.relevance_floor * walk.best)
+    floor = request.relevance_floor * walk.best
+    if request.replies and any(relevance_of(e) >= floor for e in pool):
+        return None  # it would be walked before the replies
+    key = pool_key(floor)
     pool.sort(key=key)
     if pool and walk.last is not None and not key(pool[0]) > walk.last:
         return None  # not after every item walked

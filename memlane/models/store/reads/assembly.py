@@ -64,6 +64,7 @@ from sqlalchemy.orm import Session
 from memlane.models.db import autocommit_engine, read_unit
 from memlane.models.pipelined import CompiledRead, compile_read, run_reads
 from memlane.models.store import metadata_sql
+from memlane.models.store.reads.replies import replies_statement
 from memlane.models.store.rows import stored_record
 from memlane.models.store.users.context_items import (
     ContextItems,
@@ -302,6 +303,25 @@ def read_for_assembly(
     )
     candidates = plan.collect(names, rows, lambda follow_up: read_unit(url, follow_up), embed_for)
     return candidates, items_from_rows(item_rows)
+
+
+def read_replies(
+    url: str, user_id: str, query: CandidateQuery, askers: Sequence[str]
+) -> dict[str, MemoryRecord]:
+    """Each of `askers`' reply (models/store/reads/replies.py) that this read's filters
+    pass (`_visible`): assembly rule 4's replies."""
+
+    def read(session: Session) -> dict[str, MemoryRecord]:
+        postgres = session.get_bind().dialect.name == "postgresql"
+        visible = _visible(query.include_sensitive, query.where, postgres)
+        params = {"user_id": user_id, "now": query.now, "agent_id": query.agent_id}
+        result = session.execute(
+            replies_statement(_COLUMNS, visible), {**params, "askers": list(askers)}
+        )
+        at = {name: i for i, name in enumerate(result.keys())}
+        return {row[at["asker_id"]]: _record(row, at) for row in result.all()}
+
+    return read_unit(url, read)
 
 
 @lru_cache(maxsize=1024)
