@@ -275,6 +275,7 @@ class ContextBuilder:
                 memories=candidates.memories,
                 relevance=relevance,
                 replies=self._replies(request, wanted, candidates.memories, relevance),
+                soul_blocks=items.soul_blocks,
                 episodes=episodes,
                 procedures=items.procedures,
                 procedure_ids=procedures_for_query(items.procedures, query),
