@@ -167,6 +167,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     account = Account(encoding, request.user_id)
     _always_in(account, budget, soul, pinned, verified, events)
     room_at_floor: int | None = None
+    replies: list[Entry[MemoryRecord]] = []
     if by_relevance:
         pool, best = _pool(request, relevance, candidates, episodes, procedures)
         floor = request.relevance_floor * best
@@ -176,11 +177,13 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
             take_if_it_fits(entry, account, budget, events)
         room_at_floor = budget - account.used
         replies = walk_replies(request, pool[:at_floor], pool[at_floor:], usable, excluded)
-        known = {id(e) for e in candidates}
-        fresh = [e for e in replies if id(e) not in known]
-        candidates.extend(fresh)
-        usable = [*usable, *(e.record for e in fresh)]
-        pool = [*pool[:at_floor], *replies, *(e for e in pool[at_floor:] if e.reply_to is None)]
+        if replies:
+            known = {id(e) for e in candidates}
+            fresh = [e for e in replies if id(e) not in known]
+            candidates.extend(fresh)
+            usable = [*usable, *(e.record for e in fresh)]
+            below = (e for e in pool[at_floor:] if e.reply_to is None)
+            pool = [*pool[:at_floor], *replies, *below]
         for entry in pool[at_floor:]:
             take_if_it_fits(entry, account, budget, events)
         room = budget - account.used
@@ -244,7 +247,7 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
             items=pack["items"],
             best=best,
             # a reply walked out of its place may come after the pool's last
-            last=max(map(key, pool)) if pool else None,
+            last=(max(map(key, pool)) if replies else key(pool[-1])) if pool else None,
         )
     return AssembledContext(
         text=text,

@@ -130,7 +130,7 @@ def assemble_from_view(
         at_floor = rest[np.minimum(np.fmax(relevance[rest], 0.0), 1.0) >= floor]
         room_at = first.room_at_floor + _out_of_order(first, shortlist, encoding)
         more = at_floor[_least_tokens(view, encoding, style)[at_floor] <= room_at]
-        replied = any(i["reply_to"] for i in first.pack_data["items"])
+        replied = bool(request.replies) and any(i["reply_to"] for i in first.pack_data["items"])
         if not replied and not _any_asks(view, more):
             # no reply walked, none to walk: the walk is rule 4's plain one, and the
             # rows past the shortlist are gone on with as they always were
@@ -140,7 +140,11 @@ def assemble_from_view(
             request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
             first = assemble_context(_with(request, view, shortlist))
         # the replies walked are walked
-        ids = [str(i["id"]) for i in first.pack_data["items"] if i["reply_to"]]
+        ids = (
+            [str(i["id"]) for i in first.pack_data["items"] if i["reply_to"]]
+            if request.replies
+            else []
+        )
         gone = [at for i in ids if (at := view.corpus.position(i)) is not None]
         walked = np.array([*gone, *more.tolist()], dtype=np.intp)
         if len(walked):  # a few rows of thousands: a unique of the rest costs ~2 ms
@@ -410,14 +414,22 @@ def _with_replies(
     pool's best: a few more than the walk's askers, never fewer), as the view holds them
     (live, passing the metadata filter: a reply filtered out is none), and their
     relevance, for a reply the shortlist does not hold."""
-    free = [
-        m
-        for m in shortlist.memories
-        if m.tier == "candidate" and filters.memory_exclusion(m, request) is None
+    asking = [m for m in shortlist.memories if "?" in m.content and m.tier == "candidate"]
+    if not asking:  # no memory that asks: one pass over the shortlist, no more
+        return replace(request, replies={}, relevance={})
+    candidates = [m for m in shortlist.memories if m.tier == "candidate"]
+
+    def level(memory: MemoryRecord) -> float:
+        return min(1.0, max(0.0, shortlist.relevance.get(memory.id, 0.0)))
+
+    best = max(
+        (level(m) for m in candidates if filters.memory_exclusion(m, request) is None),
+        default=0.0,
+    )
+    floor = request.relevance_floor * best
+    askers = [
+        m.id for m in asking if level(m) >= floor and filters.memory_exclusion(m, request) is None
     ]
-    level = {m.id: min(1.0, max(0.0, shortlist.relevance.get(m.id, 0.0))) for m in free}
-    floor = request.relevance_floor * max(level.values(), default=0.0)
-    askers = [m.id for m in free if "?" in m.content and level[m.id] >= floor]
     known = view.replies
     unknown = [a for a in askers if a not in known]
     if unknown:  # threads racing here store equal values
@@ -445,7 +457,11 @@ def _with(request: AssemblyInput, view: UserView, shortlist: Shortlist) -> Assem
         request,
         memories=shortlist.memories,
         # a reply's relevance (`_with_replies`), and the shortlist's rows'
-        relevance={**request.relevance, **shortlist.relevance},
+        relevance=(
+            {**request.relevance, **shortlist.relevance}
+            if request.relevance
+            else shortlist.relevance
+        ),
         soul_blocks=view.soul_blocks,
         episodes=shortlist.episodes,
         procedures=shortlist.procedures,
