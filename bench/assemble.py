@@ -17,6 +17,7 @@ embedder loads included) and after `Memlane.warm_process()` as `memlane serve` r
 start (`first_warmed_ms`; `warm_process_ms`: what the start paid for it), the median of
 three processes each.
     python -m bench.assemble --backend postgresql --unprepared    # every read planned
+    python -m bench.assemble --sizes 10000 --asking   # a chat's memories: questions, replies
 
 Goals: PostgreSQL at 10k p50 <= 5 ms and p99 <= 15 ms; p50(100k) <= 4 x p50(1k).
 """
@@ -112,7 +113,9 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
         never_prepare(autocommit_engine(url))
     with Memlane(settings) as lane:
         for size in plan["sizes"]:
-            user = dataset.ensure_user(url, size, log=lambda m: print(m, file=sys.stderr))
+            user = dataset.ensure_user(
+                url, size, log=lambda m: print(m, file=sys.stderr), asking=args.asking
+            )
             if wants_hnsw(settings.vector_index, embedder.capabilities):
                 # as the store worker does once a user is large; instant afterwards
                 ensure_for_users(
@@ -159,6 +162,7 @@ def bench_backend(report: Report, backend: str, url: str, plan: dict[str, Any], 
                     top_k=settings.vector_top_k,
                     budget_tokens=BUDGET,
                     prepared=not args.unprepared,
+                    asking=bool(args.asking),
                     query_embedded=bool(args.embed_query),
                     **latency_summary(durations),
                     floor_p50_ms=floor,
@@ -278,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="PostgreSQL: plan every read (a user whose prepared statement a busy "
         "process's connections no longer keep)",
+    )
+    p.add_argument(
+        "--asking",
+        action="store_true",
+        help="memories said in conversations, one in five a question (bench.dataset): "
+        "assembly rule 4's replies read and walked",
     )
     p.add_argument(
         "--first-call",

@@ -12,6 +12,11 @@ memlane.pipeline.dedup.keywords, exactly as the store stage computes them.
 
 A user id names its size and the generator's version (`bench-v1-10000`): a store already
 loaded with that many memories is reused, a partial one is reloaded.
+
+`asking`: the same memories as a chat's extractor leaves them (`bench-v1-asking-10000`):
+said in conversations of TALK_LENGTH, one conversation's a second apart, and one in
+ASKING_SHARE of them a question (its sentence ends in "?"), so assembly rule 4 reads and
+walks replies (a question's reply is the memory said after it in its conversation).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ VERSION = 1
 DEDUP_VERSION = 2  # the deduplicated store, its vocabulary growing with it
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 PINNED, VERIFIED = 3, 20
+TALK_LENGTH, ASKING_SHARE = 20, 0.2
 
 _TECH = [
     "TypeScript",
@@ -343,9 +349,13 @@ def _memory_rows(
     seed: int,
     keep: Callable[[str], bool] | None = None,
     vocab: Vocabulary | None = None,
+    asking: bool = False,
 ) -> Iterator[dict[str, Any]]:
-    """`keep`: whether a drawn sentence may be stored (others are drawn again)."""
+    """`keep`: whether a drawn sentence may be stored (others are drawn again);
+    `asking`: the module docstring's."""
     rng = random.Random(seed)
+    talk = random.Random(seed + 1)  # `asking`'s draws: the memories stay those of `seed`
+    started = NOW
     vocab = vocab or vocabulary()
     categories = ("preference", "fact", "decision", "project")
     special = {i: "pinned" for i in range(PINNED)}
@@ -373,10 +383,19 @@ def _memory_rows(
         content = sentence(rng, vocab, category)
         while keep is not None and not keep(content):
             content = sentence(rng, vocab, category)
+        conversation = None
+        if asking:
+            if i % TALK_LENGTH == 0:
+                started = created
+            created = started + timedelta(seconds=i % TALK_LENGTH)
+            conversation = f"{user_id}-talk{i // TALK_LENGTH}"
+            if talk.random() < ASKING_SHARE:
+                content = content[:-1] + "?"
         yield {
             "id": f"mem_{user_id}_{i:07d}",
             "user_id": user_id,
             "content": content,
+            "source_conversation_id": conversation,
             "category": category,
             "importance": round(min(1.0, max(0.0, rng.gauss(0.65, 0.15))), 2),
             "confidence": 1.0 if rng.random() < 0.7 else 0.7,
@@ -420,8 +439,10 @@ def growing_vocabulary(size: int) -> Vocabulary:
     return vocabulary(tail_size=max(5000, round(30 * math.sqrt(17 * size))))
 
 
-def user_id_for(size: int, *, deduplicated: bool = False) -> str:
-    return f"bench-v{DEDUP_VERSION}-dedup-{size}" if deduplicated else f"bench-v{VERSION}-{size}"
+def user_id_for(size: int, *, deduplicated: bool = False, asking: bool = False) -> str:
+    if deduplicated:
+        return f"bench-v{DEDUP_VERSION}-dedup-{size}"
+    return f"bench-v{VERSION}-asking-{size}" if asking else f"bench-v{VERSION}-{size}"
 
 
 def memory_count(url: str, user_id: str) -> int:
@@ -432,12 +453,14 @@ def memory_count(url: str, user_id: str) -> int:
     return int(count or 0)
 
 
-def ensure_user(url: str, size: int, *, log: Any = print, deduplicated: bool = False) -> str:
+def ensure_user(
+    url: str, size: int, *, log: Any = print, deduplicated: bool = False, asking: bool = False
+) -> str:
     """The user with `size` memories in this database, loading them if needed.
     `deduplicated`: a store as the store stage leaves it, no sentence a duplicate of
     another by dedup's rule (bench.deduplicated) and its vocabulary growing with it
-    (`growing_vocabulary`), in a user of its own."""
-    user_id = user_id_for(size, deduplicated=deduplicated)
+    (`growing_vocabulary`), in a user of its own; `asking`: the module docstring's."""
+    user_id = user_id_for(size, deduplicated=deduplicated, asking=asking)
     if memory_count(url, user_id) == size:
         return user_id
     embedder = get_embedder(load_settings())
@@ -456,7 +479,7 @@ def ensure_user(url: str, size: int, *, log: Any = print, deduplicated: bool = F
     rows = (
         (dict(row) for row in _deduplicated_rows(user_id, size))
         if deduplicated
-        else _memory_rows(user_id, size, seed=size)
+        else _memory_rows(user_id, size, seed=size, asking=asking)
     )
     for batch in _batches(rows, 5000):
         vectors = embedder.embed([row["content"] for row in batch])
@@ -509,6 +532,7 @@ _PG_COLUMNS = [
     "accessed_at",
     "confirmed_at",
     "ref",
+    "source_conversation_id",
 ]
 
 
@@ -533,6 +557,7 @@ def _copy_postgres(url: str, batch: list[dict[str, Any]], embedder: Embedder) ->
                         row["accessed_at"],
                         row["confirmed_at"],
                         row["ref"],
+                        row["source_conversation_id"],
                     )
                 )
         columns = "memory_id, keyword, user_id, keyword_count, topic_count"

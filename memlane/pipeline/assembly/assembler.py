@@ -246,8 +246,9 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
             events=walked_events,
             items=pack["items"],
             best=best,
-            # a reply walked out of its place may come after the pool's last
-            last=(max(map(key, pool)) if replies else key(pool[-1])) if pool else None,
+            # a reply walked out of its place may come after the pool's last (the parts
+            # above and below the floor keep their order, every key above before below)
+            last=max([key(pool[-1]), *map(key, replies)]) if pool else None,
         )
     return AssembledContext(
         text=text,

@@ -38,7 +38,7 @@ import numpy.typing as npt
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
-from memlane.pipeline.assembly import filters, line_bound, shortlists, walk_rows
+from memlane.pipeline.assembly import line_bound, shortlists, walk_rows
 from memlane.pipeline.assembly.assembler import assemble_context, pool_key
 from memlane.pipeline.assembly.parts import Entry, Walk, count_line
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput, ItemSection
@@ -52,7 +52,14 @@ from memlane.pipeline.ranking.scoring import (
     score_item,
     score_memories,
 )
-from memlane.pipeline.ranking.user_view import EPISODE, MEMORY, PROCEDURE, FloatArray, UserView
+from memlane.pipeline.ranking.user_view import (
+    EPISODE,
+    MEMORY,
+    PROCEDURE,
+    FloatArray,
+    UserView,
+    epoch,
+)
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 
 _KINDS = {MEMORY: "memory", EPISODE: "episode", PROCEDURE: "procedure"}
@@ -131,7 +138,7 @@ def assemble_from_view(
         room_at = first.room_at_floor + _out_of_order(first, shortlist, encoding)
         more = at_floor[_least_tokens(view, encoding, style)[at_floor] <= room_at]
         replied = bool(request.replies) and any(i["reply_to"] for i in first.pack_data["items"])
-        if not replied and not _any_asks(view, more):
+        if not replied and not _asks(view, more).any():
             # no reply walked, none to walk: the walk is rule 4's plain one, and the
             # rows past the shortlist are gone on with as they always were
             more = more[:0]
@@ -147,8 +154,10 @@ def assemble_from_view(
         )
         gone = [at for i in ids if (at := view.corpus.position(i)) is not None]
         walked = np.array([*gone, *more.tolist()], dtype=np.intp)
-        if len(walked):  # a few rows of thousands: a unique of the rest costs ~2 ms
-            rest = rest[~np.isin(rest, walked)]
+        if len(walked):  # a few rows of thousands: a mask, not a sort (np.isin)
+            waiting = np.ones(len(view.corpus), dtype=np.bool_)
+            waiting[walked] = False
+            rest = rest[waiting[rest]]
             shortlist = replace(shortlist, rest=rest)
         if not len(rest):
             return first
@@ -182,10 +191,11 @@ def assemble_from_view(
     return assemble_context(_with(request, view, shortlists.widen(view, shortlist, more)))
 
 
-def _any_asks(view: UserView, rows: npt.NDArray[np.intp]) -> bool:
-    """Whether a memory of `rows` asks (assembly rule 4's replies), read from what its
-    line shows and kept in the view (1: asks, 0: not, NaN: not read yet): the rows at
-    the floor past a shortlist may be hundreds, the same from one question to the next."""
+def _asks(view: UserView, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    """Which memories of `rows` ask (assembly rule 4's replies), read from what its
+    line shows and kept in the view (1: asks, 0: not, NaN: not read yet): a shortlist
+    and the rows at the floor past it hold hundreds, the same from one question to the
+    next."""
     asks = view.derived.get("asks")
     if asks is None:  # threads racing here store equal values
         asks = view.derived.setdefault("asks", np.full(len(view.corpus), np.nan))
@@ -197,7 +207,8 @@ def _any_asks(view: UserView, rows: npt.NDArray[np.intp]) -> bool:
         of = view.records.line_fields(row)
         content = of[-1] if isinstance(of, tuple) else getattr(of, "content", "")
         asks[row] = 1.0 if "?" in content else 0.0
-    return bool((asks[rows] == 1.0).any())
+    asking: npt.NDArray[np.bool_] = asks[rows] == 1.0
+    return asking
 
 
 def _out_of_order(
@@ -414,22 +425,22 @@ def _with_replies(
     pool's best: a few more than the walk's askers, never fewer), as the view holds them
     (live, passing the metadata filter: a reply filtered out is none), and their
     relevance, for a reply the shortlist does not hold."""
-    asking = [m for m in shortlist.memories if "?" in m.content and m.tier == "candidate"]
-    if not asking:  # no memory that asks: one pass over the shortlist, no more
-        return replace(request, replies={}, relevance={})
-    candidates = [m for m in shortlist.memories if m.tier == "candidate"]
-
-    def level(memory: MemoryRecord) -> float:
-        return min(1.0, max(0.0, shortlist.relevance.get(memory.id, 0.0)))
-
-    best = max(
-        (level(m) for m in candidates if filters.memory_exclusion(m, request) is None),
-        default=0.0,
-    )
-    floor = request.relevance_floor * best
-    askers = [
-        m.id for m in asking if level(m) >= floor and filters.memory_exclusion(m, request) is None
+    rows = np.fromiter(shortlist.kept, dtype=np.intp, count=len(shortlist.kept))
+    # the usable candidates: live (a shortlist's rows are), candidate memories, neither
+    # expired nor left out as sensitive (filters.memory_exclusion)
+    usable = rows[
+        view.free[rows]
+        & (view.kind[rows] == MEMORY)
+        & (view.expires[rows] > epoch(request.now))
+        & (request.include_sensitive | ~view.sensitive[rows])
     ]
+    asks = _asks(view, usable)
+    if not asks.any():  # no memory that asks: nothing to read
+        return replace(request, replies={}, relevance={})
+    level = np.minimum(np.fmax(relevance[usable], 0.0), 1.0)
+    floor = request.relevance_floor * float(level.max(initial=0.0))
+    ids = view.corpus.ids
+    askers = [ids[row] for row in usable[asks & (level >= floor)].tolist()]
     known = view.replies
     unknown = [a for a in askers if a not in known]
     if unknown:  # threads racing here store equal values

@@ -5,6 +5,7 @@ lines it took that ask."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeGuard
 
 from memlane.pipeline.assembly import filters
 from memlane.pipeline.assembly.parts import AnyEntry, Entry, memory_entry
@@ -28,34 +29,42 @@ def walk_replies(
     if not request.replies:
         return []
     walked = {e.id for e in above}
-    waiting = {e.id: e for e in below if isinstance(e.record, MemoryRecord)}
+    waiting = {e.id: e for e in below if _of_memory(e)}
     # pinned, verified or filtered out: never a reply
     elsewhere = {m.id for m in usable} | {m.id for m, _ in excluded}
-    out: list[Entry[MemoryRecord]] = []
+    chosen: list[tuple[str, MemoryRecord]] = []  # (the asker, its reply), in taken order
     for line in above:
         asks = isinstance(line.record, MemoryRecord) and "?" in line.record.content
         reply = request.replies.get(line.id) if asks and line.included else None
         if reply is None or reply.id in walked:
             continue
-        entry = waiting.get(reply.id)
-        if entry is None:
+        if reply.id not in waiting:
             if reply.id in elsewhere or reply.tier != "candidate":
                 continue
             ok, _ = filters.split([reply], request, seen=set())
             if not ok:
                 continue
-            (ranked,) = rank(
-                ok,
-                strategy=request.strategy,
-                now=request.now,
-                relevance=request.relevance,
-                weights=request.weights,
-                half_life_hours=request.half_life_hours,
-                ordered=False,
-            )
-            entry = memory_entry(ranked, request.encoding, request.style)
-        assert isinstance(entry.record, MemoryRecord)
-        entry.reply_to = line.id
         walked.add(reply.id)
-        out.append(entry)  # type: ignore[arg-type]  # a memory's entry
+        chosen.append((line.id, reply))
+    # the replies read for the walk alone, scored at once as the pool's memories are
+    fresh = [reply for _, reply in chosen if reply.id not in waiting]
+    ranked = rank(
+        fresh,
+        strategy=request.strategy,
+        now=request.now,
+        relevance=request.relevance,
+        weights=request.weights,
+        half_life_hours=request.half_life_hours,
+        ordered=False,
+    )
+    entries = {r.memory.id: memory_entry(r, request.encoding, request.style) for r in ranked}
+    out: list[Entry[MemoryRecord]] = []
+    for asker, reply in chosen:
+        entry = waiting[reply.id] if reply.id in waiting else entries[reply.id]
+        entry.reply_to = asker
+        out.append(entry)
     return out
+
+
+def _of_memory(entry: AnyEntry) -> TypeGuard[Entry[MemoryRecord]]:
+    return isinstance(entry.record, MemoryRecord)
