@@ -13,7 +13,8 @@ keeps one of ten memories at 0010), 0012 (the webhook tables), 0013 (the api_key
 0014 (languages: one memory in ten and one message in ten is German, so 10k memories
 are re-keyed), 0015 (agents: three nullable columns, no row rewritten), 0016 (metadata: a
 column on conversations, memories and episodes, GIN indexes on PostgreSQL; no row
-rewritten). PostgreSQL uses its own scratch database, dropped afterwards.
+rewritten), 0017 (the reply lookup's index on memories). PostgreSQL uses its own scratch
+database, dropped afterwards.
 """
 
 from __future__ import annotations

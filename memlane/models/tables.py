@@ -195,6 +195,14 @@ class MemoryRow(Base):
         Index("ix_memories_user_status", "user_id", "status"),
         Index("ix_memories_user_accessed", "user_id", "accessed_at"),
         Index("ix_memories_user_created", "user_id", "created_at"),
+        # a question's reply, the memory said next in its conversation (0017)
+        Index(
+            "ix_memories_user_conversation_said",
+            "user_id",
+            "source_conversation_id",
+            "created_at",
+            "ref",
+        ),
         Index("ix_memories_user_importance", "user_id", "importance"),
         Index("ix_memories_user_tier", "user_id", "tier"),
         UniqueConstraint("user_id", "ref", name="uq_memories_user_ref"),

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from memlane.config.settings import load_settings
 from memlane.models.db import get_engine
+from memlane.models.store.reads import replies
 from memlane.service.facade import Memlane
 from tests.llm_stub import LLMStub, ok
 
@@ -162,3 +164,18 @@ def test_no_reply_a_metadata_filter_leaves_out(
     assert not any(i["reply_to"] for i in walked(lane, filter={"team": "art"}))
     assert [i["id"] for i in walked(lane) if i["reply_to"]] == [ids[REPLY]]
     assert [i["id"] for i in walked(lane, filter={"team": "ops"}) if i["reply_to"]] == []
+
+
+def test_said_next_reads_the_next_line_of_the_users_own_conversation(
+    reply_lane: tuple[Memlane, LLMStub], db_url: str
+) -> None:
+    lane, stub = reply_lane
+    tell(lane, stub, "c1", memory(QUESTION), memory(REPLY), memory("Melanie: Lovely colours?"))
+    tell(lane, stub, "c2", *map(memory, BELOW))
+    ids = content_ids(lane)
+    asked = [ids[QUESTION], ids[REPLY], ids["Melanie: Lovely colours?"], ids[BELOW[-1]]]
+    with Session(get_engine(db_url)) as session:
+        found = replies.said_next(session, "u1", asked)
+        # the last line of each conversation has none; another user reads none of u1's
+        assert found == {ids[QUESTION]: ids[REPLY], ids[REPLY]: ids["Melanie: Lovely colours?"]}
+        assert replies.said_next(session, "u2", asked) == {}
