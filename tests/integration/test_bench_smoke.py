@@ -15,6 +15,7 @@ pytestmark = pytest.mark.timeout(300)
 
 EXPECTED_FIELDS = {
     "assemble": {"backend", "memories", "strategy", "p50_ms", "p99_ms", "floor_p50_ms"},
+    "assemble_ab": {"backend", "asking", "memories", "side", "p50_ms", "cpu_p50_ms"},
     "dedup": {"backend", "memories", "p50_ms", "p99_ms", "candidates_mean", "uow_p50_ms"},
     "enqueue_api": {"n", "p50_ms", "p99_ms", "api_cpu_ms"},
     "fidelity": {"read", "memories", "considered_mean", "fidelity"},
@@ -27,6 +28,7 @@ EXPECTED_FIELDS = {
     "metadata_filter": {"backend", "read", "memories", "filter", "p50_ms", "p99_ms", "ratio"},
     "purge": {"backend", "episodes", "p50_ms", "episodes_redacted", "packs_deleted"},
 }
+AB_SIDES = ("this checkout", "HEAD", "ratio")
 
 
 @pytest.mark.parametrize("bench", sorted(EXPECTED_FIELDS))
@@ -42,6 +44,8 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
     env["MEMLANE_EMBEDDING_MODEL"] = "hashing"
     # ingest's CPU accounting runs too: its table is the one answer to "where did it go"
     extra = ["--cpu-accounting"] if bench == "ingest" else []
+    # against this very checkout, on a chat's memories: both sides read and walk replies
+    extra = ["--base", "HEAD", "--asking"] if bench == "assemble_ab" else extra
     done = run_bench([f"bench.{bench}", "--size", "tiny", *extra], env=env, timeout=280)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -55,6 +59,9 @@ def test_the_benchmark_runs_at_its_tiny_size(bench: str) -> None:
     if bench == "fidelity":
         assert {r["read"] for r in results} == {"store", "working-set"}
         assert all(0 < r["fidelity"] <= 1 for r in results)
+    if bench == "assemble_ab":  # each backend: both sides and their ratio
+        sides = {(r["backend"], r["side"]) for r in results}
+        assert sides == {(b, s) for b in ("postgresql", "sqlite") for s in AB_SIDES}
     if bench == "working_set":
         assert len({(r["backend"], r["measure"]) for r in results}) == 10
     if bench == "ingest":

@@ -10,7 +10,7 @@ docs/upgrade-notes.md gives the time on a 100k-memory store.
 
 Revision ID: 0017
 Revises: 0016
-Create Date: 2026-11-29
+Create Date: 2026-11-28
 """
 
 from __future__ import annotations
