@@ -28,7 +28,7 @@ replies walked are then no longer rows to go on with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from functools import lru_cache
 from typing import TypeVar
@@ -38,7 +38,7 @@ import numpy.typing as npt
 import tiktoken
 
 from memlane.pipeline.assembly import context_format as fmt
-from memlane.pipeline.assembly import line_bound, shortlists, walk_rows
+from memlane.pipeline.assembly import line_bound, replies, shortlists, walk_rows
 from memlane.pipeline.assembly.assembler import assemble_context, pool_key
 from memlane.pipeline.assembly.parts import Entry, Walk, count_line
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput, ItemSection
@@ -58,14 +58,10 @@ from memlane.pipeline.ranking.user_view import (
     PROCEDURE,
     FloatArray,
     UserView,
-    epoch,
 )
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 
 _KINDS = {MEMORY: "memory", EPISODE: "episode", PROCEDURE: "procedure"}
-
-# Memories' ids → their replies' ids (None: none), unfiltered: the store's said_next.
-SaidNext = Callable[[Sequence[str]], Mapping[str, str | None]]
 
 
 @lru_cache(maxsize=16)
@@ -85,7 +81,7 @@ def assemble_from_view(
     *,
     walk_margin: float,
     allowed: npt.NDArray[np.bool_] | None = None,
-    said_next: SaidNext | None = None,
+    said_next: replies.SaidNext | None = None,
 ) -> AssembledContext:
     """The assembly of `request` from `view`, `relevance` its rows' relevance to the query
     (None without one): the context and decisions of a walk of every item (module
@@ -116,7 +112,7 @@ def assemble_from_view(
     )
     if replying:
         assert said_next is not None and relevance is not None
-        request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
+        request = replies.from_view(view, request, shortlist, relevance, allowed, said_next)
     first = assemble_context(_with(request, view, shortlist))
     rest = shortlist.rest
     if not len(rest):
@@ -126,7 +122,7 @@ def assemble_from_view(
         assert relevance is not None and said_next is not None
         # no walk to reason about (an encoding counted whole): every row is walked
         shortlist = shortlists.widen(view, shortlist, rest)
-        request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
+        request = replies.from_view(view, request, shortlist, relevance, allowed, said_next)
         return assemble_context(_with(request, view, shortlist))
     if replying and first.room_at_floor is not None and isinstance(first.walk, Walk):
         assert relevance is not None and said_next is not None
@@ -138,13 +134,13 @@ def assemble_from_view(
         room_at = first.room_at_floor + _out_of_order(first, shortlist, encoding)
         more = at_floor[_least_tokens(view, encoding, style)[at_floor] <= room_at]
         replied = bool(request.replies) and any(i["reply_to"] for i in first.pack_data["items"])
-        if not replied and not _asks(view, more).any():
+        if not replied and not replies.asking(view, more).any():
             # no reply walked, none to walk: the walk is rule 4's plain one, and the
             # rows past the shortlist are gone on with as they always were
             more = more[:0]
         if len(more):
             shortlist = replace(shortlists.widen(view, shortlist, more), rest=rest)
-            request = _with_replies(view, request, shortlist, relevance, allowed, said_next)
+            request = replies.from_view(view, request, shortlist, relevance, allowed, said_next)
             first = assemble_context(_with(request, view, shortlist))
         # the replies walked are walked
         ids = (
@@ -189,26 +185,6 @@ def assemble_from_view(
     if not len(more):
         return first
     return assemble_context(_with(request, view, shortlists.widen(view, shortlist, more)))
-
-
-def _asks(view: UserView, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-    """Which memories of `rows` ask (assembly rule 4's replies), read from what its
-    line shows and kept in the view (1: asks, 0: not, NaN: not read yet): a shortlist
-    and the rows at the floor past it hold hundreds, the same from one question to the
-    next."""
-    asks = view.derived.get("asks")
-    if asks is None:  # threads racing here store equal values
-        asks = view.derived.setdefault("asks", np.full(len(view.corpus), np.nan))
-    unread = rows[np.isnan(asks[rows])]
-    for row in unread.tolist():
-        if view.kind[row] != MEMORY:
-            asks[row] = 0.0
-            continue
-        of = view.records.line_fields(row)
-        content = of[-1] if isinstance(of, tuple) else getattr(of, "content", "")
-        asks[row] = 1.0 if "?" in content else 0.0
-    asking: npt.NDArray[np.bool_] = asks[rows] == 1.0
-    return asking
 
 
 def _out_of_order(
@@ -412,62 +388,11 @@ def _line(record: Record, style: fmt.Style) -> str:
     return fmt.procedure_line(record, style)
 
 
-def _with_replies(
-    view: UserView,
-    request: AssemblyInput,
-    shortlist: Shortlist,
-    relevance: FloatArray,
-    allowed: npt.NDArray[np.bool_] | None,
-    said_next: SaidNext,
-) -> AssemblyInput:
-    """`request` with the replies of the shortlist's memories that ask and stand at or
-    above the relevance floor (of the best usable candidate's relevance, at most the
-    pool's best: a few more than the walk's askers, never fewer), as the view holds them
-    (live, passing the metadata filter: a reply filtered out is none), and their
-    relevance, for a reply the shortlist does not hold."""
-    rows = np.fromiter(shortlist.kept, dtype=np.intp, count=len(shortlist.kept))
-    # the usable candidates: live (a shortlist's rows are), candidate memories, neither
-    # expired nor left out as sensitive (filters.memory_exclusion)
-    usable = rows[
-        view.free[rows]
-        & (view.kind[rows] == MEMORY)
-        & (view.expires[rows] > epoch(request.now))
-        & (request.include_sensitive | ~view.sensitive[rows])
-    ]
-    asks = _asks(view, usable)
-    if not asks.any():  # no memory that asks: nothing to read
-        return replace(request, replies={}, relevance={})
-    level = np.minimum(np.fmax(relevance[usable], 0.0), 1.0)
-    floor = request.relevance_floor * float(level.max(initial=0.0))
-    ids = view.corpus.ids
-    askers = [ids[row] for row in usable[asks & (level >= floor)].tolist()]
-    known = view.replies
-    unknown = [a for a in askers if a not in known]
-    if unknown:  # threads racing here store equal values
-        found = said_next(unknown)
-        known.update({a: found.get(a) for a in unknown})
-    live = view.corpus.live
-    replies: dict[str, MemoryRecord] = {}
-    scores: dict[str, float] = {}
-    for asker in askers:
-        reply = known.get(asker)
-        row = view.corpus.position(reply) if reply is not None else None
-        if row is None or not live[row] or view.kind[row] != MEMORY:
-            continue
-        if allowed is not None and not allowed[row]:
-            continue
-        record = view.records[row]
-        assert isinstance(record, MemoryRecord)
-        replies[asker] = record
-        scores[record.id] = float(relevance[row])
-    return replace(request, replies=replies, relevance=scores)
-
-
 def _with(request: AssemblyInput, view: UserView, shortlist: Shortlist) -> AssemblyInput:
     return replace(
         request,
         memories=shortlist.memories,
-        # a reply's relevance (`_with_replies`), and the shortlist's rows'
+        # a reply's relevance (`replies.from_view`), and the shortlist's rows'
         relevance=(
             {**request.relevance, **shortlist.relevance}
             if request.relevance
