@@ -65,8 +65,10 @@ install_set() {
 smoke_core() {
   # A served API from the project's own environment (the server extra), on SQLite.
   local port; port="$(free_port)"
+  # exec: $! is then the server's own pid, which the kill below stops (a subshell's
+  # pid, killed, left the server running after the check)
   (cd "$work" && MEMLANE_DATABASE_URL="sqlite:///$work/served.db" \
-    "$ROOT/.venv/bin/memlane" serve --port "$port" >"$work/serve.log" 2>&1) &
+    exec "$ROOT/.venv/bin/memlane" serve --port "$port" >"$work/serve.log" 2>&1) &
   server_pid=$!
   wait_ready "http://127.0.0.1:$port/readyz" 120 || { cat "$work/serve.log"; fail "the API did not start"; }
   (cd "$work" && "$venv/bin/python" - "http://127.0.0.1:$port" <<'PY')
@@ -114,7 +116,7 @@ smoke_embedded() {
 smoke_server() {
   local port; port="$(free_port)"
   (cd "$work" && MEMLANE_DATABASE_URL="sqlite:///$work/server.db" \
-    "$venv/bin/memlane" serve --port "$port" >"$work/server.log" 2>&1) &
+    exec "$venv/bin/memlane" serve --port "$port" >"$work/server.log" 2>&1) &
   server_pid=$!
   wait_ready "http://127.0.0.1:$port/readyz" 120 || { cat "$work/server.log"; fail "server: did not start"; }
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
