@@ -31,6 +31,7 @@ from memlane.pipeline.assembly.exact_walk import assemble_from_view, count_lines
 from memlane.pipeline.assembly.filters import procedures_for_query
 from memlane.pipeline.assembly.parts import forget_rendered_texts
 from memlane.pipeline.assembly.records import AssembledContext, AssemblyInput
+from memlane.pipeline.assembly.replies import askers
 from memlane.pipeline.assembly.tokens import encoding_for_model
 from memlane.pipeline.dedup.keywords import keywords
 from memlane.pipeline.metadata.filters import Filter
@@ -289,19 +290,14 @@ class ContextBuilder:
         memories: Sequence[MemoryRecord],
         relevance: Mapping[str, float],
     ) -> dict[str, MemoryRecord]:
-        """The replies rule 4 may walk: those of the candidates that ask and stand at or
-        above the relevance floor (of the best candidate's relevance, at most the pool's
-        best: a few more askers than the walk's, never fewer), read with the read's
-        filters."""
+        """The replies rule 4 may walk (pipeline.assembly.replies.askers), read with the
+        read's filters."""
         if not request.query or request.strategy != "scored":
             return {}
-        free = [m for m in memories if m.tier == "candidate"]
-        level = {m.id: min(1.0, max(0.0, relevance.get(m.id, 0.0))) for m in free}
-        floor = request.relevance_floor * max(level.values(), default=0.0)
-        askers = sorted(m.id for m in free if "?" in m.content and level[m.id] >= floor)
-        if not askers:
+        asking = askers(memories, relevance, request.relevance_floor)
+        if not asking:
             return {}
-        return assembly_reads.read_replies(self.url, request.user_id, wanted, askers)
+        return assembly_reads.read_replies(self.url, request.user_id, wanted, asking)
 
     def query_in(self, query: str) -> Callable[[str, int], list[float] | None]:
         """The query embedded by another embedder, named as its vectors are stored: for

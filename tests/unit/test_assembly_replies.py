@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memlane.pipeline.assembly.assembler import assemble_context
+from memlane.pipeline.assembly.replies import askers
 from memlane.pipeline.records import MemoryRecord
 from tests.unit.assembly_helpers import NOW, episode, mem, request, tokens
 
@@ -181,3 +182,15 @@ def test_replies_are_deterministic_and_the_pack_model_holds_them() -> None:
     assert first.text == again.text and first.pack_data == again.pack_data
     assert first.pack.items[[i.id for i in first.pack.items].index("a")].reply_to == "q"
     assert tokens(first.text) == first.pack_data["used_tokens"]
+
+
+def test_the_askers_are_the_candidates_that_ask_at_or_above_the_floor() -> None:
+    low = mem("low", "Did you ever paint before, Caroline?")
+    pinned = mem("pin", "Which lake was it?", tier="pinned")
+    statement = mem("s", "Caroline paints on weekends.")
+    relevance = {"q": 0.9, "low": 0.1, "pin": 0.95, "s": 0.8}
+    memories = [statement, low, pinned, QUESTION]
+    # floor 0.5 of the best candidate (0.9): the pinned one is not a candidate
+    assert askers(memories, relevance, 0.5) == ["q"]
+    assert askers(memories, relevance, 0.1) == ["low", "q"]
+    assert askers([statement], relevance, 0.0) == []

@@ -84,6 +84,7 @@ from memlane.pipeline.assembly.parts import (
     build_pack,
     count_line,
     memory_entry,
+    rank_for,
 )
 from memlane.pipeline.assembly.records import (
     AssembledContext,
@@ -97,7 +98,6 @@ from memlane.pipeline.errors import BudgetError
 from memlane.pipeline.ranking.scoring import (
     ITEM_IMPORTANCE,
     RankedMemory,
-    rank,
     score_item,
 )
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
@@ -121,16 +121,8 @@ def assemble_context(request: AssemblyInput) -> AssembledContext:
     usable, excluded = filters.split_memories(request)
     relevance = dict(request.relevance)
     by_relevance = bool(request.query) and request.strategy == "scored" and bool(relevance)
-    ranked = rank(
-        usable,
-        strategy=request.strategy,
-        now=request.now,
-        relevance=relevance,
-        weights=request.weights,
-        half_life_hours=request.half_life_hours,
-        # rule 4 orders its pool by its own key, and rules 2 and 3 by date
-        ordered=not by_relevance,
-    )
+    # rule 4 orders its pool by its own key, and rules 2 and 3 by date
+    ranked = rank_for(request, usable, relevance, ordered=not by_relevance)
 
     def memory(item: RankedMemory) -> Entry[MemoryRecord]:
         return memory_entry(item, encoding, style)

@@ -118,14 +118,13 @@ def assemble_from_view(
     if not len(rest):
         return first
     encoding, style = request.encoding, request.style
-    if replying and first.room_at_floor is not None and not isinstance(first.walk, Walk):
+    if replying and first.room_at_floor is not None:
         assert relevance is not None and said_next is not None
-        # no walk to reason about (an encoding counted whole): every row is walked
-        shortlist = shortlists.widen(view, shortlist, rest)
-        request = replies.from_view(view, request, shortlist, relevance, allowed, said_next)
-        return assemble_context(_with(request, view, shortlist))
-    if replying and first.room_at_floor is not None and isinstance(first.walk, Walk):
-        assert relevance is not None and said_next is not None
+        if not isinstance(first.walk, Walk):
+            # no walk to reason about (an encoding counted whole): every row is walked
+            shortlist = shortlists.widen(view, shortlist, rest)
+            request = replies.from_view(view, request, shortlist, relevance, allowed, said_next)
+            return assemble_context(_with(request, view, shortlist))
         # rows at or above the floor not walked come after those walked, where the room
         # is at most what the first walk left at the floor: those it may hold are walked
         # before the replies (module docstring)

@@ -8,7 +8,7 @@ import hashlib
 import json
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Generic, TypeVar
@@ -25,7 +25,7 @@ from memlane.pipeline.assembly.records import (
     PackEvent,
 )
 from memlane.pipeline.dedup.keywords import stem
-from memlane.pipeline.ranking.scoring import RankedMemory, ScoreBreakdown
+from memlane.pipeline.ranking.scoring import RankedMemory, ScoreBreakdown, rank
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure, SoulBlock, Tier
 from memlane.pipeline.scope import scope_label
 
@@ -67,6 +67,26 @@ class Entry(Generic[_R]):
 
 
 AnyEntry = Entry[SoulBlock] | Entry[MemoryRecord] | Entry[EpisodeRecord] | Entry[Procedure]
+
+
+def rank_for(
+    request: AssemblyInput,
+    memories: Sequence[MemoryRecord],
+    relevance: Mapping[str, float],
+    *,
+    ordered: bool,
+) -> list[RankedMemory]:
+    """`memories` scored by `request`'s strategy, clock and weights (scoring.rank), with
+    `relevance` (the request's own, or the relevance of items added to a walk)."""
+    return rank(
+        memories,
+        strategy=request.strategy,
+        now=request.now,
+        relevance=relevance,
+        weights=request.weights,
+        half_life_hours=request.half_life_hours,
+        ordered=ordered,
+    )
 
 
 def memory_entry(

@@ -14,10 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memlane.pipeline.assembly import filters
-from memlane.pipeline.assembly.parts import AnyEntry, Entry, memory_entry
+from memlane.pipeline.assembly.parts import AnyEntry, Entry, memory_entry, rank_for
 from memlane.pipeline.assembly.records import AssemblyInput, DropReason
 from memlane.pipeline.assembly.shortlists import Shortlist
-from memlane.pipeline.ranking.scoring import rank
 from memlane.pipeline.ranking.user_view import MEMORY, FloatArray, UserView, epoch
 from memlane.pipeline.records import MemoryRecord
 
@@ -59,15 +58,7 @@ def walk_replies(
         chosen.append((line.id, reply))
     # the replies read for the walk alone, scored at once as the pool's memories are
     fresh = [reply for _, reply in chosen if reply.id not in waiting]
-    ranked = rank(
-        fresh,
-        strategy=request.strategy,
-        now=request.now,
-        relevance=request.relevance,
-        weights=request.weights,
-        half_life_hours=request.half_life_hours,
-        ordered=False,
-    )
+    ranked = rank_for(request, fresh, request.relevance, ordered=False)
     entries = {r.memory.id: memory_entry(r, request.encoding, request.style) for r in ranked}
     out: list[Entry[MemoryRecord]] = []
     for asker, reply in chosen:
@@ -79,6 +70,19 @@ def walk_replies(
 
 def _of_memory(entry: AnyEntry) -> TypeGuard[Entry[MemoryRecord]]:
     return isinstance(entry.record, MemoryRecord)
+
+
+def askers(
+    memories: Sequence[MemoryRecord], relevance: Mapping[str, float], relevance_floor: float
+) -> list[str]:
+    """The memories whose replies rule 4 may walk, by id: the candidates that ask and
+    stand at or above the relevance floor (of the best candidate's relevance, at most
+    the pool's best: a few more askers than the walk's, never fewer). `from_view` finds
+    the same on a view's rows."""
+    free = [m for m in memories if m.tier == "candidate"]
+    level = {m.id: min(1.0, max(0.0, relevance.get(m.id, 0.0))) for m in free}
+    floor = relevance_floor * max(level.values(), default=0.0)
+    return sorted(m.id for m in free if "?" in m.content and level[m.id] >= floor)
 
 
 def from_view(

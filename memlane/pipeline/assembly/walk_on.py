@@ -34,9 +34,9 @@ from memlane.pipeline.assembly.parts import (
     memory_entry,
     pack_item,
     pack_of,
+    rank_for,
 )
 from memlane.pipeline.assembly.records import AssembledContext, PackEvent
-from memlane.pipeline.ranking.scoring import rank
 from memlane.pipeline.records import EpisodeRecord, MemoryRecord, Procedure
 
 
@@ -58,15 +58,7 @@ def walk_on(
     # the first walk's memories are walked already; the rest split as it split its own
     seen = {m.id for m in walk.usable} | {m.id for m, _ in walk.excluded}
     usable, excluded = filters.split(memories, request, seen=seen)
-    ranked = rank(
-        usable,
-        strategy=request.strategy,
-        now=request.now,
-        relevance=relevance,
-        weights=request.weights,
-        half_life_hours=request.half_life_hours,
-        ordered=False,
-    )
+    ranked = rank_for(request, usable, relevance, ordered=False)
     if any(r.memory.tier != "candidate" for r in ranked):
         return None  # rules 2 and 3 would take it before the pool
     added_episodes = [

@@ -214,7 +214,7 @@ class UserView:
     # a view never changes, a patch makes a new one.
     derived: dict[object, FloatArray] = field(default_factory=dict, compare=False, repr=False)
     # A memory's reply's id (None: none), as the store said while this view was current
-    # (pipeline.assembly.exact_walk): any write to the user makes a new view, so a new
+    # (pipeline.assembly.replies.from_view): any write to the user makes a new view, so a new
     # line said after one that asked is seen.
     replies: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
